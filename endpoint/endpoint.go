@@ -1,0 +1,194 @@
+package endpoint
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rdmactor/rdmactor/internal/idle"
+	"github.com/rdmactor/rdmactor/transport/rdma"
+)
+
+// Endpoint is one SQ on a (possibly shared) QP to one peer: the data
+// endpoint of a (context, peer), or the SCEndpoint of one signal index.
+// Posting is lock-free (see sq); the endpoint's actor is woken only to
+// drive progress for non-inline providers and to fail on a QP fault.
+//
+// An Endpoint is safe for concurrent use.
+type Endpoint struct {
+	m      *Manager
+	peer   int
+	signal int // signal index of an SCEndpoint; -1 for the data endpoint
+	sq     *sq
+	qp     *sharedQP
+	route  uint16
+
+	slotMR  rdma.MemoryRegion // PutValue staging: depth slots at slotOff
+	slotOff int
+
+	pid         *actor.PID
+	kicked      atomic.Bool                  // a progress kick is queued or running
+	firstErr    atomic.Pointer[errBox]       // first WQE error since the last Flush
+	faultReport atomic.Pointer[rdma.QPError] // fault already sent to the actor
+}
+
+type errBox struct{ err error }
+
+// Peer is the world rank this endpoint posts to.
+func (e *Endpoint) Peer() int { return e.peer }
+
+// Signal is the signal index of an SCEndpoint, or -1 for a data endpoint.
+func (e *Endpoint) Signal() int { return e.signal }
+
+// PID is the endpoint actor's PID.
+func (e *Endpoint) PID() *actor.PID { return e.pid }
+
+func (e *Endpoint) routeName() string {
+	if e.signal < 0 {
+		return "data"
+	}
+	return fmt.Sprintf("signal %d", e.signal)
+}
+
+// reserve takes one SQ entry, waiting for room up to the post timeout. While
+// it waits it rings its own doorbell (aggregated entries may be what fills
+// the ring) and drives progress.
+func (e *Endpoint) reserve() (uint64, error) {
+	if f := e.qp.fault(); f != nil {
+		return 0, f
+	}
+	if seq, ok := e.sq.tryReserve(1); ok {
+		return seq, nil
+	}
+	start := time.Now()
+	b := idle.New(e.m.cfg.Idle)
+	for {
+		e.doorbell()
+		e.qp.progress()
+		if seq, ok := e.sq.tryReserve(1); ok {
+			return seq, nil
+		}
+		if f := e.qp.fault(); f != nil {
+			return 0, f
+		}
+		if b.Idle() && time.Since(start) > e.m.cfg.PostTimeout {
+			return 0, &RingFullError{Peer: e.peer, Route: e.routeName(), Depth: int(e.sq.depth()), Waited: time.Since(start)}
+		}
+	}
+}
+
+// post queues w (its WrID is set here) with local action counter (nil for
+// none) and publishes it. It does not ring the doorbell.
+func (e *Endpoint) post(w *rdma.WQE, counter *atomic.Uint64) error {
+	seq, err := e.reserve()
+	if err != nil {
+		return err
+	}
+	slot, ctr := e.sq.slot(seq)
+	*slot = *w
+	slot.WrID = wrID(e.route, seq)
+	*ctr = counter
+	e.sq.publish(seq, 1)
+	return nil
+}
+
+// postValue stages the low size bytes of v in the entry's PutValue slot and
+// queues w with that slot as its source, so the caller's variable is free at
+// return (ncclGin::putValue, seed 000).
+func (e *Endpoint) postValue(w *rdma.WQE, v uint64, size int) error {
+	seq, err := e.reserve()
+	if err != nil {
+		return err
+	}
+	off := e.slotOff + int(seq&e.sq.mask)*slotBytes
+	stage(e.slotMR.Bytes()[off:off+slotBytes], v, size)
+	slot, ctr := e.sq.slot(seq)
+	*slot = *w
+	slot.WrID = wrID(e.route, seq)
+	slot.Local, slot.LocalOff, slot.Len = e.slotMR, off, size
+	*ctr = nil
+	e.sq.publish(seq, 1)
+	return nil
+}
+
+// doorbell hands every published entry to the QP. One goroutine posts at a
+// time; one that finds the doorbell taken leaves its entries to the holder,
+// which re-checks for entries after it lets go (sequentially consistent
+// atomics make one of the two see the other).
+func (e *Endpoint) doorbell() error {
+	var first error
+	for e.sq.pending() {
+		if !e.sq.posting.CompareAndSwap(false, true) {
+			return first
+		}
+		from, to := e.sq.posted.Load(), e.sq.ready.Load()
+		err := e.qp.post(e, from, to)
+		e.sq.posted.Store(to)
+		e.sq.posting.Store(false)
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	if !e.qp.inline && e.sq.inFlight() > 0 {
+		e.kick()
+	}
+	return first
+}
+
+// complete retires entry seq (48-bit) with err. Called in post order per
+// endpoint by the shared QP.
+func (e *Endpoint) complete(seq uint64, err error) {
+	_, ctr := e.sq.slot(seq)
+	if err != nil {
+		e.firstErr.CompareAndSwap(nil, &errBox{err})
+	} else if c := *ctr; c != nil {
+		c.Add(1)
+	}
+	e.sq.completed.Add(1)
+}
+
+// faulted is called once per QP fault: the actor fails with it, so the
+// supervisor sees it (DESIGN: faults surface through supervision).
+func (e *Endpoint) faulted(qe *rdma.QPError) {
+	if e.faultReport.CompareAndSwap(nil, qe) && e.pid != nil {
+		e.m.system.Root.Send(e.pid, qpFault{qe})
+	}
+}
+
+// kick wakes the actor to drive progress (non-inline providers). At most
+// one kick is queued at a time: a capacity-one doorbell, as NATS' ipqueue.
+func (e *Endpoint) kick() {
+	if e.kicked.CompareAndSwap(false, true) {
+		e.m.system.Root.Send(e.pid, progressKick{})
+	}
+}
+
+// flush rings the doorbell and waits until every entry reserved before the
+// call completed (seed 000: snapshot submitted, wait for the completion
+// counter). It returns the first WQE error since the previous flush.
+func (e *Endpoint) flush(ctx context.Context) error {
+	target := e.sq.reserved.Load()
+	b := idle.New(e.m.cfg.Idle)
+	for e.sq.completed.Load() < target {
+		e.doorbell()
+		if n, _ := e.qp.progress(); n > 0 {
+			b.Reset()
+			continue
+		}
+		if b.Idle() {
+			if f := e.qp.fault(); f != nil {
+				return f
+			}
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("flush endpoint to rank %d (%s): %d of %d entries completed: %w",
+					e.peer, e.routeName(), e.sq.completed.Load(), target, err)
+			}
+		}
+	}
+	if box := e.firstErr.Swap(nil); box != nil {
+		return box.err
+	}
+	return nil
+}

@@ -1,0 +1,241 @@
+package endpoint
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rdmactor/rdmactor/transport/rdma"
+)
+
+// wr_id layout (seed 002): [route:16 | seq:48]. The route names the
+// endpoint on its shared QP; seq is the endpoint's SQ sequence number.
+const (
+	routeShift = 48
+	seqMask    = 1<<routeShift - 1
+	maxRoutes  = 1 << 16
+)
+
+func wrID(route uint16, seq uint64) uint64 { return uint64(route)<<routeShift | seq&seqMask }
+
+// sharedQP is one provider QP that several endpoints (contexts, signal
+// endpoints) post on: N:m sharing as in seed 002. Its lifetime is
+// refcounted by the endpoints that hold it; completions are routed to the
+// endpoint named in the wr_id.
+type sharedQP struct {
+	peer   int
+	slot   int // index among the peer's m QPs
+	qp     rdma.QP
+	inline bool
+
+	postMu   sync.Mutex // serializes Post and Progress on qp (rdma caller duty 1)
+	routes   atomic.Pointer[[]*Endpoint]
+	err      atomic.Pointer[rdma.QPError] // sticky fault
+	refs     int                          // guarded by qpPool.mu
+	qpClosed bool                         // guarded by postMu
+}
+
+// complete is the provider's CompletionHandler for this QP.
+func (s *sharedQP) complete(id uint64, err error) {
+	routes := *s.routes.Load()
+	r := int(id >> routeShift)
+	if r >= len(routes) || routes[r] == nil {
+		return // the endpoint left; nothing waits on it any more
+	}
+	if err != nil {
+		s.fail(err)
+	}
+	routes[r].complete(id&seqMask, err)
+}
+
+// fail makes cause the QP's sticky fault (the first one wins) and tells
+// every endpoint on it, so their actors fail and reach the supervisor.
+func (s *sharedQP) fail(cause error) *rdma.QPError {
+	var qe *rdma.QPError
+	if !errors.As(cause, &qe) {
+		qe = &rdma.QPError{Peer: s.peer, Err: cause}
+	}
+	if s.err.CompareAndSwap(nil, qe) {
+		for _, ep := range *s.routes.Load() {
+			if ep != nil {
+				ep.faulted(qe)
+			}
+		}
+	}
+	return s.err.Load()
+}
+
+// fault returns the sticky fault or nil.
+func (s *sharedQP) fault() error {
+	if e := s.err.Load(); e != nil {
+		return e
+	}
+	return nil
+}
+
+// post hands ep's published entries [from, to) to the QP. Entries the QP
+// does not accept are completed here with the reason, so nothing waits for
+// them; the first such reason is returned.
+func (s *sharedQP) post(ep *Endpoint, from, to uint64) error {
+	a, b := ep.sq.span(from, to)
+	s.postMu.Lock()
+	defer s.postMu.Unlock()
+	err := s.postSlice(ep, a)
+	if e := s.postSlice(ep, b); err == nil {
+		err = e
+	}
+	return err
+}
+
+func (s *sharedQP) postSlice(ep *Endpoint, ws []rdma.WQE) error {
+	var first error
+	for len(ws) > 0 {
+		if f := s.fault(); f != nil {
+			for i := range ws {
+				ep.complete(ws[i].WrID&seqMask, f)
+			}
+			if first == nil {
+				first = f
+			}
+			return first
+		}
+		err := s.qp.Post(ws)
+		if err == nil {
+			return first
+		}
+		var we *rdma.WQEError
+		if !errors.As(err, &we) || we.Index < 0 || we.Index >= len(ws) {
+			// A provider outside the contract: treat as a QP fault at ws[0].
+			we = &rdma.WQEError{Index: 0, Err: &rdma.QPError{Peer: s.peer, Err: err}}
+		}
+		var qe *rdma.QPError
+		if errors.As(we.Err, &qe) {
+			s.fail(qe)
+			ws = ws[we.Index:]
+			continue // the fault branch completes the rest
+		}
+		ep.complete(ws[we.Index].WrID&seqMask, we.Err)
+		if first == nil {
+			first = we.Err
+		}
+		ws = ws[we.Index+1:]
+	}
+	return first
+}
+
+// progress drives the provider's completions (manual progress).
+func (s *sharedQP) progress() (int, error) {
+	if s.inline {
+		return 0, nil
+	}
+	s.postMu.Lock()
+	defer s.postMu.Unlock()
+	n, err := s.qp.Progress()
+	if err != nil {
+		s.fail(err)
+	}
+	return n, err
+}
+
+// addRoute registers ep on the QP and returns its route number.
+func (s *sharedQP) addRoute(ep *Endpoint) (uint16, error) {
+	old := *s.routes.Load()
+	for i, e := range old {
+		if e == nil { // reuse a freed route
+			next := append([]*Endpoint(nil), old...)
+			next[i] = ep
+			s.routes.Store(&next)
+			return uint16(i), nil
+		}
+	}
+	if len(old) == maxRoutes {
+		return 0, fmt.Errorf("qp to rank %d: all %d routes in use", s.peer, maxRoutes)
+	}
+	next := append(append([]*Endpoint(nil), old...), ep)
+	s.routes.Store(&next)
+	return uint16(len(old)), nil
+}
+
+func (s *sharedQP) dropRoute(r uint16) {
+	old := *s.routes.Load()
+	next := append([]*Endpoint(nil), old...)
+	next[r] = nil
+	s.routes.Store(&next)
+}
+
+// qpPool holds the m QPs per peer that contexts share.
+type qpPool struct {
+	prov rdma.Provider
+	m    int
+	mu   sync.Mutex // guards qps and every sharedQP's refs and routes writes
+	qps  map[[2]int]*sharedQP
+}
+
+// acquire returns QP number ctx%m to peer with ep routed on it, connecting
+// it on first use.
+func (p *qpPool) acquire(peer, ctx int, ep *Endpoint) (*sharedQP, uint16, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	key := [2]int{peer, ctx % p.m}
+	s := p.qps[key]
+	if s == nil {
+		s = &sharedQP{peer: peer, slot: key[1], inline: p.prov.Capabilities().Inline}
+		empty := []*Endpoint{}
+		s.routes.Store(&empty)
+		qp, err := p.prov.Connect(peer, s.complete)
+		if err != nil {
+			return nil, 0, fmt.Errorf("connect qp %d to rank %d: %w", key[1], peer, err)
+		}
+		s.qp = qp
+		p.qps[key] = s
+	}
+	r, err := s.addRoute(ep)
+	if err != nil {
+		return nil, 0, err
+	}
+	s.refs++
+	return s, r, nil
+}
+
+// release drops ep's route and reference; the last reference closes the QP.
+func (p *qpPool) release(s *sharedQP, route uint16) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s.dropRoute(route)
+	s.refs--
+	if s.refs > 0 || s.qpClosed {
+		return nil
+	}
+	// A failed QP stays in the pool, closed, so that endpoints created
+	// later for the same peer and slot meet its fault instead of silently
+	// reconnecting.
+	if s.fault() == nil {
+		delete(p.qps, [2]int{s.peer, s.slot})
+	}
+	return s.close()
+}
+
+// close closes the provider QP once.
+func (s *sharedQP) close() error {
+	s.postMu.Lock()
+	defer s.postMu.Unlock()
+	if s.qpClosed {
+		return nil
+	}
+	s.qpClosed = true
+	return s.qp.Close()
+}
+
+// peerQPs returns the QPs connected to peer.
+func (p *qpPool) peerQPs(peer int) []*sharedQP {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []*sharedQP
+	for k, s := range p.qps {
+		if k[0] == peer {
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,73 @@
+// Package shm is the default rdma provider: ranks on one host, in one
+// process (goroutine ranks) or in several, write each other's memory
+// through shared-memory mappings. It is pure Go (no cgo) and Linux only;
+// it registers itself as "shm".
+//
+// # Contract
+//
+// A put is a copy into the mapped peer window followed by a
+// sequentially-consistent atomic add on the peer's signal word; a reader
+// that observes the add with an atomic load observes the data of that put
+// and of every put executed before it on the same QP: strong signals
+// (rdma.Capabilities.StrongSignals). Go's sync/atomic operations are
+// sequentially consistent (Go memory model), i.e. release on the add and
+// acquire on the load on amd64 and arm64, and the hardware orders the
+// physical pages whatever virtual address each rank maps them at. This is
+// the LSA path of DESIGN.md and the shm analogue of NCCL's LSA puts
+// (nccl_device, NCCL 2.28).
+//
+// WQEs execute inside QP.Post, in order; each completion is reported to the
+// QP's handler before Post returns (rdma.Capabilities.Inline), so Progress
+// never has work. Per WQE, Post validates everything first and writes
+// nothing of a WQE that fails:
+//
+//   - OpWrite: Local is a *Region of this provider and Remote an import of
+//     this provider from the QP's peer (both non-nil); [LocalOff, +Len) and
+//     [RemoteOff, +Len) lie in them (rdma.InBounds, overflow-safe); Len is at
+//     most 1 GiB.
+//   - Signals (Mode != SignalNone, on OpWrite or OpSignal): Signal.Region is
+//     an import from the peer; Off and, for SignalInc/SignalAdd with
+//     ModeOff >= 0, ModeOff name 8-byte aligned words inside it.
+//   - Signal mode (ncclGin_SignalInc, nccl_device/gin.h, NCCL 2.28: "may not
+//     be mixed with other signal-modifying operations without an intervening
+//     signal reset"): the mode word holds 0 (unset), 1 (SignalInc seen) or 2
+//     (SignalAdd seen). The first op after a reset claims it with a CAS; an
+//     op of the other mode fails with rdma.ErrMixedSignalOps and adds
+//     nothing. A reset stores 0 in the signal and its mode word (the owner
+//     does it, and it may not race with concurrent signal updates, as in
+//     NCCL). SignalVA has no mode word.
+//   - SignalInc adds 1 whatever Value holds; SignalAdd and SignalVA add Value.
+//
+// What it does not promise: nothing about a peer that died. A put into the
+// import of a dead rank's region succeeds (the pages outlive the rank) and
+// nobody reads it; detecting lost ranks is the control plane's job.
+//
+// # Files and cleanup
+//
+// Each exported region is a file /dev/shm/rdmactor-<job>-r<rank>-<seq>
+// (os.TempDir() without /dev/shm). Files must not outlive the job, even if a
+// rank is killed with SIGKILL, so three mechanisms remove them:
+//
+//  1. Unlink (Region.Unlink, Provider.Unlink, through the Unlinker
+//     interface): gin calls it once every peer has imported (after a
+//     barrier). Mappings stay valid; from then on nothing is left to clean,
+//     whatever happens to the rank.
+//  2. Close of a region or of the Provider removes files not yet unlinked.
+//  3. Cleanup(job): the launcher removes every file of the job once its
+//     ranks have exited, covering ranks killed between registration and
+//     Unlink.
+//
+// # Concurrency
+//
+// A Provider is safe for concurrent use; each QP is posted to by one
+// goroutine at a time (package rdma caller duty 1). Closing a region while
+// a Post names it is safe: Post pins the regions of a WQE while it runs, and
+// Close waits for pins to drop before unmapping, so such a Post either
+// completes or fails with rdma.ErrClosed; it never touches unmapped memory.
+//
+// # Unsafe
+//
+// The package itself has no unsafe code: mmap.go owns the system calls and
+// draws the file layout, and internal/memword makes the *atomic.Uint64
+// views of signal and mode words.
+package shm

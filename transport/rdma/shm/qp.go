@@ -1,0 +1,245 @@
+package shm
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/rdmactor/rdmactor/internal/memword"
+	"github.com/rdmactor/rdmactor/transport/rdma"
+)
+
+// Mode word values: what a signal saw since its last reset (the owner
+// resets it by storing 0 in both the signal and its mode word).
+const (
+	modeUnset uint64 = 0
+	modeInc   uint64 = 1
+	modeAdd   uint64 = 2
+)
+
+// qp is an shm queue pair: Post executes WQEs inline, in order.
+type qp struct {
+	p      *Provider
+	peer   int
+	cq     rdma.CompletionHandler
+	closed atomic.Bool
+}
+
+var _ rdma.QP = (*qp)(nil)
+
+// Peer is the world rank this QP writes to.
+func (q *qp) Peer() int { return q.peer }
+
+// Post executes wqes in order. For each WQE it first validates everything
+// (opcode, region types and owners, bounds of local and remote ranges,
+// signal word and mode word in bounds and 8-byte aligned, signal mode
+// against the mode word), then copies the data into the peer's mapping,
+// then applies the signal with a sequentially-consistent atomic add, then
+// reports the completion to the QP's handler. A WQE that fails validation
+// writes nothing and gets no completion; Post returns a *rdma.WQEError
+// with its index and the WQEs after it are not executed (those before it
+// were, and completed). Validation errors are not QP faults: the QP stays
+// usable.
+//
+// Errors: rdma.ErrOutOfBounds for ranges, offsets and misaligned words;
+// rdma.ErrMixedSignalOps for a signal mode other than the one its mode word
+// holds; rdma.ErrNotSupported for an unknown opcode or signal mode and for
+// Len over Capabilities.MaxPutSize; rdma.ErrClosed after Close of the QP,
+// its provider, or a region the WQE names; a plain error for a region that
+// is nil, of another provider or of another peer. These are errors of one
+// WQE, not faults: shm never returns *rdma.QPError and the QP stays usable.
+// Post does not allocate unless it returns an error.
+func (q *qp) Post(wqes []rdma.WQE) error {
+	if q.closed.Load() {
+		return &rdma.WQEError{Index: 0, Err: fmt.Errorf("shm: post to rank %d: %w", q.peer, rdma.ErrClosed)}
+	}
+	for i := range wqes {
+		w := &wqes[i]
+		if err := q.exec(w); err != nil {
+			return &rdma.WQEError{Index: i, Err: fmt.Errorf("shm: post to rank %d: wr_id %#x: %w", q.peer, w.WrID, err)}
+		}
+		q.cq(w.WrID, nil)
+	}
+	return nil
+}
+
+// exec validates and executes one WQE with its regions pinned.
+func (q *qp) exec(w *rdma.WQE) error {
+	var local *Region
+	var remote, sig *remoteRegion
+	switch w.Op {
+	case rdma.OpNop:
+		return nil
+	case rdma.OpWrite:
+		var err error
+		if local, err = q.localRegion(w.Local); err != nil {
+			return err
+		}
+		if remote, err = q.remoteRegion(w.Remote, "remote"); err != nil {
+			return err
+		}
+		if local.local {
+			// Go memory, never unmapped: a closed check is enough.
+			if local.pins.closed() {
+				return fmt.Errorf("local region: %w", rdma.ErrClosed)
+			}
+		} else {
+			if !local.pins.pin() {
+				return fmt.Errorf("local region: %w", rdma.ErrClosed)
+			}
+			defer local.pins.unpin()
+		}
+		if !remote.pins.pin() {
+			return fmt.Errorf("remote region of rank %d: %w", remote.peer, rdma.ErrClosed)
+		}
+		defer remote.pins.unpin()
+		if !rdma.InBounds(w.LocalOff, w.Len, local.size) {
+			return rangeError("local", w.LocalOff, w.Len, local.size)
+		}
+		if !rdma.InBounds(w.RemoteOff, w.Len, remote.size) {
+			return rangeError("remote", w.RemoteOff, w.Len, remote.size)
+		}
+		if w.Len > capabilities.MaxPutSize {
+			return fmt.Errorf("length %d over the %d-byte put limit (Capabilities.MaxPutSize): %w", w.Len, capabilities.MaxPutSize, rdma.ErrNotSupported)
+		}
+	case rdma.OpSignal:
+		if w.Signal.Mode == rdma.SignalNone {
+			return errors.New("OpSignal with SignalNone")
+		}
+	default:
+		return fmt.Errorf("opcode %d: %w", w.Op, rdma.ErrNotSupported)
+	}
+
+	s := &w.Signal
+	var add uint64
+	if s.Mode != rdma.SignalNone {
+		var err error
+		if sig, err = q.remoteRegion(s.Region, "signal"); err != nil {
+			return err
+		}
+		if sig != remote {
+			if !sig.pins.pin() {
+				return fmt.Errorf("signal region of rank %d: %w", sig.peer, rdma.ErrClosed)
+			}
+			defer sig.pins.unpin()
+		}
+		if err := checkWord("signal", s.Off, sig.size); err != nil {
+			return err
+		}
+		switch s.Mode {
+		case rdma.SignalInc:
+			add = 1
+		case rdma.SignalAdd, rdma.SignalVA:
+			add = s.Value
+		default:
+			return fmt.Errorf("signal mode %d: %w", s.Mode, rdma.ErrNotSupported)
+		}
+		if s.ModeOff >= 0 && s.Mode != rdma.SignalVA {
+			if err := checkWord("mode", s.ModeOff, sig.size); err != nil {
+				return err
+			}
+			if s.ModeOff == s.Off {
+				return fmt.Errorf("mode word at signal word offset %d: %w", s.Off, rdma.ErrOutOfBounds)
+			}
+			if err := claimMode(sig.mem, s.ModeOff, s.Mode); err != nil {
+				return err
+			}
+		}
+	}
+
+	// Validated: execute. Data first, then the signal: the add is seq-cst,
+	// so a peer that observes it (acquire load) observes the copy and every
+	// earlier WQE's copy too (strong signals).
+	if w.Op == rdma.OpWrite {
+		copy(remote.mem[w.RemoteOff:w.RemoteOff+w.Len], local.mem[w.LocalOff:w.LocalOff+w.Len])
+	}
+	if sig != nil {
+		memword.Uint64(sig.mem, s.Off).Add(add)
+	}
+	return nil
+}
+
+// claimMode sets the mode word at off to mode's value if it is unset, and
+// fails with rdma.ErrMixedSignalOps if it holds another mode.
+func claimMode(mem []byte, off int, mode rdma.SignalMode) error {
+	want := modeInc
+	if mode == rdma.SignalAdd {
+		want = modeAdd
+	}
+	m := memword.Uint64(mem, off)
+	for {
+		switch got := m.Load(); got {
+		case want: // the common case: a plain load, no locked instruction
+			return nil
+		case modeUnset:
+			if m.CompareAndSwap(modeUnset, want) {
+				return nil
+			} // lost to another claimer (or a reset raced): look again
+		default:
+			return fmt.Errorf("mode word at offset %d holds %d, wqe wants %d: %w", off, got, want, rdma.ErrMixedSignalOps)
+		}
+	}
+}
+
+// localRegion returns r as a Region of this provider.
+func (q *qp) localRegion(r rdma.MemoryRegion) (*Region, error) {
+	lr, ok := r.(*Region)
+	if !ok || lr == nil {
+		return nil, fmt.Errorf("local region %T: not an shm region", r)
+	}
+	if lr.p != q.p {
+		return nil, fmt.Errorf("local region of rank %d: registered by another provider", lr.p.cfg.Rank)
+	}
+	return lr, nil
+}
+
+// remoteRegion returns r as an import of this provider from the QP's peer.
+func (q *qp) remoteRegion(r rdma.RemoteRegion, what string) (*remoteRegion, error) {
+	rr, ok := r.(*remoteRegion)
+	if !ok || rr == nil {
+		return nil, fmt.Errorf("%s region %T: not an shm import", what, r)
+	}
+	if rr.p != q.p {
+		return nil, fmt.Errorf("%s region: imported by another provider", what)
+	}
+	if rr.peer != q.peer {
+		return nil, fmt.Errorf("%s region of rank %d on a qp to rank %d", what, rr.peer, q.peer)
+	}
+	return rr, nil
+}
+
+func rangeError(what string, off, n, size int) error {
+	return fmt.Errorf("%s range [%d, +%d) in a region of %d bytes: %w", what, off, n, size, rdma.ErrOutOfBounds)
+}
+
+// checkWord checks that the 64-bit word at off lies in a region of size
+// bytes and is 8-byte aligned (regions are page-aligned mappings, so the
+// address is aligned too).
+func checkWord(what string, off, size int) error {
+	if !rdma.InBounds(off, 8, size) {
+		return fmt.Errorf("%s word at offset %d in a region of %d bytes: %w", what, off, size, rdma.ErrOutOfBounds)
+	}
+	if off%8 != 0 {
+		return fmt.Errorf("%s word at offset %d: not 8-byte aligned: %w", what, off, rdma.ErrOutOfBounds)
+	}
+	return nil
+}
+
+// Progress has nothing to do: shm completes inside Post. It returns 0, and
+// rdma.ErrClosed after Close.
+func (q *qp) Progress() (int, error) {
+	if q.closed.Load() {
+		return 0, fmt.Errorf("shm: progress: %w", rdma.ErrClosed)
+	}
+	return 0, nil
+}
+
+// Close closes the QP; later Posts return rdma.ErrClosed, and so does a
+// second Close.
+func (q *qp) Close() error {
+	if q.closed.Swap(true) {
+		return fmt.Errorf("shm: close qp: %w", rdma.ErrClosed)
+	}
+	q.p.forgetQP(q)
+	return nil
+}

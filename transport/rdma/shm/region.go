@@ -1,0 +1,209 @@
+package shm
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rdmactor/rdmactor/transport/rdma"
+)
+
+// Unlinker is implemented by shm regions and by *Provider. gin type-asserts
+// a rdma.MemoryRegion to it and calls Unlink once every peer has imported
+// the region (after a barrier), so that no file outlives the job even if a
+// rank is killed later.
+type Unlinker interface {
+	// Unlink removes the region's file name; mappings stay valid.
+	Unlink() error
+}
+
+// pins guards a mapping against being unmapped under a running WQE. Post
+// pins each region a WQE names for the time of the copy and the atomic add;
+// Close sets the closed bit, which fails every later pin, then waits for the
+// pins held to drop before it unmaps. Pinning never blocks, so Posts on
+// several QPs naming the same regions cannot deadlock.
+type pins struct {
+	state atomic.Int64 // closedBit | number of pins held
+}
+
+const closedBit = math.MinInt64
+
+// pin reports whether the region is open and, if so, holds it open until unpin.
+func (p *pins) pin() bool {
+	if p.state.Add(1) < 0 {
+		p.state.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (p *pins) unpin() { p.state.Add(-1) }
+
+// closed reports whether close has begun.
+func (p *pins) closed() bool { return p.state.Load() < 0 }
+
+// close marks the region closed and waits until no pin is held. It reports
+// false if the region was already closed.
+func (p *pins) close() bool {
+	if p.state.Or(closedBit) < 0 {
+		return false
+	}
+	for p.state.Load() != closedBit {
+		runtime.Gosched() // a WQE is copying; Posts are short
+	}
+	return true
+}
+
+// Region is a local memory region of an shm Provider, the concrete type of
+// what RegisterMemory returns. An exported region (without rdma.LocalOnly)
+// is a MAP_SHARED mapping of a file in /dev/shm; a LocalOnly region is
+// ordinary Go memory.
+//
+// Bytes, Descriptor, Path and Size are safe for concurrent use; Close and
+// Unlink may be called concurrently with them and with Posts naming the
+// region (Posts then fail with rdma.ErrClosed).
+type Region struct {
+	p     *Provider
+	pins  pins
+	size  int
+	mem   []byte // the whole mapping (mapLen bytes); mem[:size] is the window; immutable
+	desc  []byte // nil for LocalOnly
+	seq   uint64
+	path  string // "" for LocalOnly
+	local bool
+
+	mu       sync.Mutex
+	fd       int // kept open so the owner can re-map after Unlink (loopback import)
+	unlinked bool
+}
+
+var _ rdma.MemoryRegion = (*Region)(nil)
+
+// Bytes returns the region's memory: exactly Size bytes, zeroed at
+// registration. It returns nil after Close; the slice must not be used
+// after Close either (its pages are unmapped).
+func (r *Region) Bytes() []byte {
+	if r.pins.closed() {
+		return nil
+	}
+	return r.mem[:r.size:r.size]
+}
+
+// Size is the region's length in bytes.
+func (r *Region) Size() int { return r.size }
+
+// Descriptor returns a copy of what a peer passes to Import (32 bytes), or
+// nil for a LocalOnly region.
+func (r *Region) Descriptor() []byte {
+	if r.desc == nil {
+		return nil
+	}
+	return append([]byte(nil), r.desc...)
+}
+
+// Path is the file backing an exported region ("" for LocalOnly). The name
+// may already be gone (Unlink, Cleanup).
+func (r *Region) Path() string { return r.path }
+
+// Unlink removes the region's file. Mappings made before, here and in the
+// peers, stay valid, and this rank can still import its own region
+// (loopback); peers can no longer Import it. Call it once every peer has
+// imported. Unlinking twice, or a LocalOnly region, is a no-op; after Close
+// it returns rdma.ErrClosed.
+func (r *Region) Unlink() error {
+	if r.local {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pins.closed() {
+		return fmt.Errorf("shm: unlink %s: %w", r.path, rdma.ErrClosed)
+	}
+	if r.unlinked {
+		return nil
+	}
+	if err := removeFile(r.path); err != nil {
+		return fmt.Errorf("shm: %w", err)
+	}
+	r.unlinked = true
+	return nil
+}
+
+// Close unmaps the region and removes its file if Unlink has not. Posts
+// naming it afterwards fail with rdma.ErrClosed; peers' imports stay mapped
+// (the pages live until the last mapping goes). A second Close returns
+// rdma.ErrClosed.
+func (r *Region) Close() error {
+	if err := r.close(); err != nil {
+		return err
+	}
+	r.p.forgetRegion(r)
+	return nil
+}
+
+// close does Close's work without touching the provider's tables.
+func (r *Region) close() error {
+	if !r.pins.close() {
+		return fmt.Errorf("shm: close region: %w", rdma.ErrClosed)
+	}
+	if r.local {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var errs []error
+	if !r.unlinked {
+		errs = append(errs, removeFile(r.path))
+		r.unlinked = true
+	}
+	errs = append(errs, closeFD(r.fd), unmap(r.mem))
+	r.fd = -1
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("shm: close region %s: %w", r.path, err)
+	}
+	return nil
+}
+
+// remoteRegion is a peer's exported region mapped into this process (the
+// concrete type behind rdma.RemoteRegion for shm).
+type remoteRegion struct {
+	p    *Provider
+	pins pins
+	peer int
+	size int
+	mem  []byte // the whole mapping; mem[:size] is the peer's window
+	path string
+}
+
+var _ rdma.RemoteRegion = (*remoteRegion)(nil)
+
+// Peer is the owner's world rank.
+func (r *remoteRegion) Peer() int { return r.peer }
+
+// Size is the region's length in bytes.
+func (r *remoteRegion) Size() int { return r.size }
+
+// Close unmaps the import; Posts naming it afterwards fail with
+// rdma.ErrClosed. A second Close returns rdma.ErrClosed.
+func (r *remoteRegion) Close() error {
+	if err := r.close(); err != nil {
+		return err
+	}
+	r.p.forgetImport(r)
+	return nil
+}
+
+func (r *remoteRegion) close() error {
+	if !r.pins.close() {
+		return fmt.Errorf("shm: close import of %s: %w", r.path, rdma.ErrClosed)
+	}
+	// r.mem keeps its (now unmapped) value: fields stay immutable so that
+	// readers racing with Close see no data race; pins keep Posts off it.
+	if err := unmap(r.mem); err != nil {
+		return fmt.Errorf("shm: close import of %s: %w", r.path, err)
+	}
+	return nil
+}

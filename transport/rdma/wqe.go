@@ -1,0 +1,64 @@
+package rdma
+
+// Opcode says what a WQE does.
+type Opcode uint8
+
+const (
+	// OpNop does nothing and completes; it fills SQ slots a producer
+	// reserved but could not use (so the ring never stalls on a hole).
+	OpNop Opcode = iota
+	// OpWrite copies Len bytes from Local at LocalOff to Remote at
+	// RemoteOff, then applies Signal if set (ibv_post_send IBV_WR_RDMA_WRITE,
+	// fi_write(3)).
+	OpWrite
+	// OpSignal applies Signal alone (an atomic fetch-add with no data).
+	OpSignal
+)
+
+// SignalMode is the kind of signal update, checked against what the target
+// signal saw since its last reset (see ErrMixedSignalOps).
+type SignalMode uint8
+
+const (
+	// SignalNone: no signal update.
+	SignalNone SignalMode = iota
+	// SignalInc: add 1; may not be mixed with SignalAdd between resets.
+	SignalInc
+	// SignalAdd: add Value.
+	SignalAdd
+	// SignalVA: add Value to a word of a window (a VA signal); no mode check.
+	SignalVA
+)
+
+// Signal is a remote atomic add applied after a WQE's data is visible
+// (release ordering at the peer).
+type Signal struct {
+	Mode   SignalMode
+	Region RemoteRegion // the peer region holding the 64-bit word
+	Off    int          // byte offset of the word, 8-byte aligned
+	Value  uint64       // amount to add (1 for SignalInc)
+	// ModeOff is the byte offset in Region of the 64-bit mode word checked
+	// for SignalInc/SignalAdd (set to the mode on first use after a reset,
+	// compared after); -1 when the signal has no mode word (VA signals).
+	ModeOff int
+}
+
+// WQE is one work queue entry. It is a plain value so SQ rings can hold
+// them in place without allocation.
+type WQE struct {
+	WrID      uint64 // returned in the completion; endpoint: [route:16 | seq:48]
+	Op        Opcode
+	Local     MemoryRegion // source region (OpWrite)
+	LocalOff  int          // source offset in bytes
+	Remote    RemoteRegion // destination region (OpWrite)
+	RemoteOff int          // destination offset in bytes
+	Len       int          // bytes to write (OpWrite); 0 is allowed
+	Signal    Signal       // applied after the data (OpWrite, OpSignal)
+}
+
+// InBounds reports whether [off, off+n) lies in a region of size bytes,
+// without overflowing (off+n is computed only once both are known
+// non-negative and off <= size).
+func InBounds(off, n, size int) bool {
+	return off >= 0 && n >= 0 && off <= size && n <= size-off
+}
