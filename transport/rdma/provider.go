@@ -2,8 +2,8 @@ package rdma
 
 // Config is what a provider needs to know about its rank when it opens.
 type Config struct {
-	Rank int    // this process's world rank, 0 <= Rank < Size
-	Size int    // world size
+	Rank int // this process's world rank, 0 <= Rank < Size
+	Size int // world size
 	// Job is a name shared by every rank of one job and unique per job; it
 	// names shared-memory files and the like, so it is 1-200 characters of
 	// [A-Za-z0-9._-].
