@@ -19,6 +19,7 @@ import (
 // An Endpoint is safe for concurrent use.
 type Endpoint struct {
 	m      *Manager
+	group  *Group // set once when the group adopts the endpoint
 	peer   int
 	signal int // signal index of an SCEndpoint; -1 for the data endpoint
 	sq     *sq
@@ -65,7 +66,7 @@ func (e *Endpoint) reserve() (uint64, error) {
 	start := time.Now()
 	b := idle.New(e.m.cfg.Idle)
 	for {
-		e.doorbell()
+		e.group.doorbell()
 		e.qp.progress()
 		if seq, ok := e.sq.tryReserve(1); ok {
 			return seq, nil
@@ -90,7 +91,7 @@ func (e *Endpoint) post(w *rdma.WQE, counter *atomic.Uint64) error {
 	*slot = *w
 	slot.WrID = wrID(e.route, seq)
 	*ctr = counter
-	e.sq.publish(seq, 1)
+	e.sq.publish(seq, &e.group.tickets)
 	return nil
 }
 
@@ -109,32 +110,8 @@ func (e *Endpoint) postValue(w *rdma.WQE, v uint64, size int) error {
 	slot.WrID = wrID(e.route, seq)
 	slot.Local, slot.LocalOff, slot.Len = e.slotMR, off, size
 	*ctr = nil
-	e.sq.publish(seq, 1)
+	e.sq.publish(seq, &e.group.tickets)
 	return nil
-}
-
-// doorbell hands every published entry to the QP. One goroutine posts at a
-// time; one that finds the doorbell taken leaves its entries to the holder,
-// which re-checks for entries after it lets go (sequentially consistent
-// atomics make one of the two see the other).
-func (e *Endpoint) doorbell() error {
-	var first error
-	for e.sq.pending() {
-		if !e.sq.posting.CompareAndSwap(false, true) {
-			return first
-		}
-		from, to := e.sq.posted.Load(), e.sq.ready.Load()
-		err := e.qp.post(e, from, to)
-		e.sq.posted.Store(to)
-		e.sq.posting.Store(false)
-		if err != nil && first == nil {
-			first = err
-		}
-	}
-	if !e.qp.inline && e.sq.inFlight() > 0 {
-		e.kick()
-	}
-	return first
 }
 
 // complete retires entry seq (48-bit) with err. Called in post order per
@@ -172,7 +149,7 @@ func (e *Endpoint) flush(ctx context.Context) error {
 	target := e.sq.reserved.Load()
 	b := idle.New(e.m.cfg.Idle)
 	for e.sq.completed.Load() < target {
-		e.doorbell()
+		e.group.doorbell()
 		if n, _ := e.qp.progress(); n > 0 {
 			b.Reset()
 			continue

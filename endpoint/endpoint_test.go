@@ -72,18 +72,59 @@ func TestAggregateDefersDoorbellAndSignalOrdersAfterData(t *testing.T) {
 	m := newTestManager(t, p, Config{})
 	g, err := m.Group(0, 2)
 	require.NoError(t, err)
-	for i := 1; i <= 5; i++ {
-		require.NoError(t, g.Post(-1, write(i), nil, true))
+	lens := func() (out []int) {
+		for _, w := range p.qps[0].posted() {
+			out = append(out, w.Len)
+		}
+		return out
 	}
-	require.NoError(t, g.Post(1, signalled(100), nil, true))
+	// A batch mixing endpoints: data, signal 1, data, signal 1, data.
+	require.NoError(t, g.Post(-1, write(1), nil, true))
+	require.NoError(t, g.Post(1, signalled(2), nil, true))
+	require.NoError(t, g.Post(-1, write(3), nil, true))
+	require.NoError(t, g.Post(1, signalled(4), nil, true))
+	require.NoError(t, g.Post(-1, write(5), nil, true))
 	assert.Empty(t, p.qps[0].posted(), "aggregated posts ring no doorbell")
 
-	require.NoError(t, g.Post(2, signalled(200), nil, false))
-	var lens []int
-	for _, w := range p.qps[0].posted() {
-		lens = append(lens, w.Len)
+	require.NoError(t, g.Post(2, signalled(6), nil, false))
+	assert.Equal(t, []int{1, 2, 3, 4, 5, 6}, lens(), "the closing post sends the batch across endpoints in issue order")
+}
+
+func TestSignalNeverOvertakesDataAcrossGoroutines(t *testing.T) {
+	// Regression (conformance Concurrency/SignalAfterPutAmongGoroutines):
+	// while one goroutine holds the data endpoint's doorbell, another's
+	// put+signal must still post its data before its signal.
+	p := &fakeProvider{inline: true}
+	m := newTestManager(t, p, Config{Depth: 64})
+	g, _ := m.Group(0, 1)
+	const senders, rounds = 4, 500
+	var wg sync.WaitGroup
+	for s := 0; s < senders; s++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 1; i <= rounds; i++ {
+				id := s*rounds + i
+				if err := g.Post(-1, write(id), nil, false); err != nil {
+					t.Error(err)
+					return
+				}
+				if err := g.Post(1+s, &rdma.WQE{Op: rdma.OpSignal, Len: -id, Signal: rdma.Signal{Mode: rdma.SignalInc}}, nil, false); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
 	}
-	assert.Equal(t, []int{1, 2, 3, 4, 5, 100, 200}, lens, "the closing post rings the batch, earlier endpoints first")
+	wg.Wait()
+	seen := map[int]bool{}
+	for _, w := range p.qps[0].posted() {
+		if w.Len > 0 {
+			seen[w.Len] = true
+		} else {
+			require.True(t, seen[-w.Len], "signal of put %d posted before its data", -w.Len)
+		}
+	}
 }
 
 func TestFlushRingsAggregatedAndWaitsForCompletion(t *testing.T) {

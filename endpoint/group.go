@@ -25,6 +25,9 @@ type Group struct {
 	mu  sync.Mutex                  // guards creation of endpoints
 	sc  []atomic.Pointer[Endpoint]  // by signal index
 	all atomic.Pointer[[]*Endpoint] // data endpoint first, then SCEndpoints by creation
+
+	tickets atomic.Uint64 // publish order across the group's endpoints
+	posting atomic.Bool   // doorbell ownership: one poster at a time
 }
 
 // Peer is the world rank of the group's peer.
@@ -54,6 +57,7 @@ func (g *Group) Endpoint(sig int) (*Endpoint, error) {
 	if err != nil {
 		return nil, err
 	}
+	e.group = g
 	next := append(append([]*Endpoint(nil), *g.all.Load()...), e)
 	g.all.Store(&next)
 	g.sc[sig].Store(e)
@@ -76,7 +80,7 @@ func (g *Group) Post(sig int, w *rdma.WQE, counter *atomic.Uint64, aggregate boo
 	if aggregate {
 		return nil
 	}
-	return g.ring(e)
+	return g.doorbell()
 }
 
 // PostValue is Post for a value of size bytes (1, 2, 4 or 8) staged in the
@@ -92,25 +96,91 @@ func (g *Group) PostValue(sig int, w *rdma.WQE, v uint64, size int, aggregate bo
 	if aggregate {
 		return nil
 	}
-	return g.ring(e)
+	return g.doorbell()
 }
 
-// ring hands the group's published entries to the NIC, last's last. Every
-// endpoint of a group sits on the same QP (context c uses QP c%m), and a QP
-// executes in post order, so posting earlier endpoints first is all a
-// signal on last needs to follow the group's earlier data.
-func (g *Group) ring(last *Endpoint) error {
+// doorbell hands every published entry of the group's endpoints to the
+// NIC, merged in publish (ticket) order: an entry is posted only after every
+// entry published before it on any endpoint of the group. Every endpoint of
+// a group sits on one QP (context c uses QP c%m), which executes in post
+// order, so a signal never overtakes data published before it, however the
+// caller's posts were aggregated and whoever rings.
+//
+// One goroutine posts at a time; one that finds the doorbell taken leaves
+// its entries to the holder, which re-checks after letting go (sequentially
+// consistent atomics make one of the two see the other's store).
+func (g *Group) doorbell() error {
 	var first error
-	for _, e := range *g.all.Load() {
-		if e == last || !e.sq.pending() {
-			continue
+	for g.pending() {
+		if !g.posting.CompareAndSwap(false, true) {
+			return first
 		}
-		if err := e.doorbell(); err != nil && first == nil {
+		err := g.postMerged()
+		g.posting.Store(false)
+		if err != nil && first == nil {
 			first = err
 		}
 	}
-	if err := last.doorbell(); err != nil && first == nil {
-		first = err
+	for _, e := range *g.all.Load() {
+		if !e.qp.inline && e.sq.inFlight() > 0 {
+			e.kick()
+		}
+	}
+	return first
+}
+
+func (g *Group) pending() bool {
+	for _, e := range *g.all.Load() {
+		if e.sq.pending() {
+			return true
+		}
+	}
+	return false
+}
+
+// cursor is one endpoint's unposted range during a merged post.
+type cursor struct {
+	e       *Endpoint
+	at, end uint64
+}
+
+// postMerged posts the entries published when it starts. Caller holds the
+// doorbell.
+func (g *Group) postMerged() error {
+	var buf [4]cursor
+	cs := buf[:0]
+	for _, e := range *g.all.Load() {
+		if from, to := e.sq.posted.Load(), e.sq.ready.Load(); from < to {
+			cs = append(cs, cursor{e, from, to})
+		}
+	}
+	var first error
+	for len(cs) > 0 {
+		// The endpoint whose next entry is oldest posts a run of entries
+		// older than every other endpoint's next one.
+		i, limit := 0, ^uint64(0)
+		for j := 1; j < len(cs); j++ {
+			if cs[j].e.sq.ticket(cs[j].at) < cs[i].e.sq.ticket(cs[i].at) {
+				i = j
+			}
+		}
+		for j := range cs {
+			if t := cs[j].e.sq.ticket(cs[j].at); j != i && t < limit {
+				limit = t
+			}
+		}
+		c := &cs[i]
+		run := c.at + 1
+		for run < c.end && c.e.sq.ticket(run) < limit {
+			run++
+		}
+		if err := c.e.qp.post(c.e, c.at, run); err != nil && first == nil {
+			first = err
+		}
+		c.e.sq.posted.Store(run)
+		if c.at = run; c.at == c.end {
+			cs = append(cs[:i], cs[i+1:]...)
+		}
 	}
 	return first
 }

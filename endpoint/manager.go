@@ -124,6 +124,7 @@ func (m *Manager) Group(ctx, peer int) (*Group, error) {
 		return g, nil
 	}
 	g = &Group{m: m, ctx: ctx, peer: peer, sc: make([]atomic.Pointer[Endpoint], m.cfg.Signals)}
+	data.group = g
 	all := []*Endpoint{data}
 	g.all.Store(&all)
 	m.groups[key] = g

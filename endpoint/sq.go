@@ -24,13 +24,16 @@ import (
 // a failed CAS only means another producer won and this one retries.
 //
 // Filled entries are published in sequence order by moving ready from base
-// to base+n once it reaches base (seed 003's ordered publish), and the
-// doorbell hands [posted, ready) to the QP. Completions arrive in post
+// to base+1 once it reaches base (seed 003's ordered publish); publishing
+// also takes the entry's ticket from its group, so the group's doorbell can
+// post the entries of all its endpoints in the order they were published.
+// The doorbell hands [posted, ready) to the QP. Completions arrive in post
 // order and move completed.
 type sq struct {
 	mask     uint64
 	wqes     []rdma.WQE
 	counters []*atomic.Uint64 // local action of each entry (CounterInc), nil for none
+	tickets  []uint64         // group-wide publish order of each entry
 
 	_         [56]byte
 	reserved  atomic.Uint64
@@ -38,8 +41,7 @@ type sq struct {
 	ready     atomic.Uint64
 	_         [56]byte
 	posted    atomic.Uint64
-	posting   atomic.Bool // doorbell ownership: one poster at a time
-	_         [48]byte
+	_         [56]byte
 	completed atomic.Uint64
 	_         [56]byte
 }
@@ -52,6 +54,7 @@ func newSQ(depth int) *sq {
 		mask:     uint64(depth - 1),
 		wqes:     make([]rdma.WQE, depth),
 		counters: make([]*atomic.Uint64, depth),
+		tickets:  make([]uint64, depth),
 	}
 }
 
@@ -78,16 +81,24 @@ func (q *sq) slot(seq uint64) (*rdma.WQE, **atomic.Uint64) {
 	return &q.wqes[i], &q.counters[i]
 }
 
-// publish makes [base, base+n) visible to the doorbell once every earlier
-// reservation is published. Earlier producers hold free slots already (they
-// reserved before us), so the wait is only for them to finish their stores.
-func (q *sq) publish(base, n uint64) {
-	for spins := 0; !q.ready.CompareAndSwap(base, base+n); spins++ {
+// publish makes entry seq visible to the doorbell once every earlier
+// reservation is published, with the next ticket of tickets. Earlier
+// producers hold free slots already (they reserved before us), so the wait
+// is only for them to finish their stores.
+func (q *sq) publish(seq uint64, tickets *atomic.Uint64) {
+	for spins := 0; q.ready.Load() != seq; spins++ {
 		if spins > 64 {
 			runtime.Gosched()
 		}
 	}
+	// Only the owner of seq moves ready from seq, so plain stores suffice
+	// until the release of ready below.
+	q.tickets[seq&q.mask] = tickets.Add(1)
+	q.ready.Store(seq + 1)
 }
+
+// ticket is the publish ticket of published entry seq.
+func (q *sq) ticket(seq uint64) uint64 { return q.tickets[seq&q.mask] }
 
 // pending reports whether published entries wait for a doorbell.
 func (q *sq) pending() bool { return q.posted.Load() < q.ready.Load() }

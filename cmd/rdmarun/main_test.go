@@ -1,0 +1,45 @@
+package main
+
+import (
+	"bytes"
+	"sort"
+	"strings"
+	"testing"
+)
+
+func TestRun(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		args    []string
+		code    int
+		stdout  string // sorted lines joined by "|", when not ""
+		inError string // substring of stderr, when not ""
+	}{
+		{"ok", []string{"-np", "2", "sh", "-c", `echo "$RDMACTOR_RANK $RDMACTOR_WORLD_SIZE $RDMACTOR_TRANSPORT"`}, 0, "[0] 0 2 shm|[1] 1 2 shm", ""},
+		{"prog flags", []string{"-np=1", "-transport=x", "sh", "-c", `echo $0 $1 $RDMACTOR_TRANSPORT`, "-np", "7"}, 0, "[0] -np 7 x", ""},
+		{"rank fails", []string{"-np", "3", "sh", "-c", `[ $RDMACTOR_RANK = 1 ] && exit 3; sleep 20`}, 3, "", "rank 1"},
+		{"timeout", []string{"-np", "1", "-timeout", "200ms", "sleep", "20"}, 1, "", "timeout"},
+		{"no prog", []string{"-np", "2"}, 2, "", "usage"},
+		{"bad np", []string{"-np", "0", "true"}, 2, "", "-np 0"},
+		{"bad flag", []string{"-x", "true"}, 2, "", "usage"},
+		{"help", []string{"-h"}, 0, "", "usage"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := run(c.args, &out, &errOut)
+			if code != c.code {
+				t.Errorf("exit code %d, want %d; stderr:\n%s", code, c.code, errOut.String())
+			}
+			if c.stdout != "" {
+				l := strings.Split(strings.TrimSpace(out.String()), "\n")
+				sort.Strings(l)
+				if got := strings.Join(l, "|"); got != c.stdout {
+					t.Errorf("stdout %q, want %q", got, c.stdout)
+				}
+			}
+			if !strings.Contains(errOut.String(), c.inError) {
+				t.Errorf("stderr %q, want it to contain %q", errOut.String(), c.inError)
+			}
+		})
+	}
+}

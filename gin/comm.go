@@ -1,0 +1,252 @@
+package gin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rdmactor/rdmactor/endpoint"
+	"github.com/rdmactor/rdmactor/internal/actorsys"
+	"github.com/rdmactor/rdmactor/transport/rdma"
+)
+
+// Comm is one rank's view of a communicator: its rank and size, teams,
+// windows, signals, counters and contexts (ncclComm with its ncclDevComm,
+// NCCL 2.28). Build one per rank with Init, NewComm or NewLocal.
+//
+// A Comm is safe for concurrent use; the calls marked collective must be
+// made by every rank in the same order.
+type Comm struct {
+	cfg    Config
+	boot   Bootstrap
+	prov   rdma.Provider
+	caps   rdma.Capabilities
+	rank   int
+	size   int
+	lsa    int
+	system *actor.ActorSystem
+	eps    *endpoint.Manager
+
+	signals  *Window // Signals value words, then Signals mode words
+	counters []atomic.Uint64
+	shadows  []atomic.Uint64
+	contexts []*Context
+
+	lost   atomic.Pointer[rdma.PeerLostError]
+	closed atomic.Bool
+	// busy counts calls that load or store mapped memory directly (signal
+	// and VA words): Close waits for them before unmapping.
+	busy atomic.Int64
+
+	mu      sync.Mutex // guards windows
+	windows []*Window
+}
+
+// NewComm builds rank boot.Rank()'s Comm over boot. Collective: every rank
+// calls it with an equal cfg. It fails with an *rdma.UnsupportedError
+// (ErrNotSupported) when the provider lacks what cfg.Require names or the
+// signal count it asks for.
+func NewComm(ctx context.Context, boot Bootstrap, cfg Config) (*Comm, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	c := &Comm{cfg: cfg, boot: boot, rank: boot.Rank(), size: boot.Size()}
+	prov, err := rdma.Open(cfg.Transport, rdma.Config{Rank: c.rank, Size: c.size, Job: boot.Job()})
+	if err != nil {
+		return nil, fmt.Errorf("new comm: %w", err)
+	}
+	c.prov, c.caps = prov, prov.Capabilities()
+	if err := c.checkCaps(); err != nil {
+		prov.Close()
+		return nil, fmt.Errorf("new comm: %w", err)
+	}
+	if err := c.setTeams(); err != nil {
+		prov.Close()
+		return nil, err
+	}
+	c.system = actorsys.New()
+	c.eps, err = endpoint.NewManager(prov, c.size, endpoint.Config{
+		Contexts: cfg.Contexts, QPsPerPeer: cfg.QPsPerPeer, Depth: cfg.SQDepth, Signals: cfg.Signals,
+		PostTimeout: cfg.PostTimeout, Idle: cfg.Idle, System: c.system,
+	})
+	if err != nil {
+		c.system.Shutdown()
+		prov.Close()
+		return nil, fmt.Errorf("new comm: %w", err)
+	}
+	c.counters = make([]atomic.Uint64, cfg.Counters)
+	c.shadows = make([]atomic.Uint64, cfg.Signals)
+	c.signals, err = c.register(ctx, 16*cfg.Signals, 0)
+	if err != nil {
+		c.teardown()
+		return nil, fmt.Errorf("new comm: signals: %w", err)
+	}
+	c.contexts = make([]*Context, cfg.Contexts)
+	for i := range c.contexts {
+		c.contexts[i] = &Context{c: c, index: i, groups: make([]atomic.Pointer[endpoint.Group], c.size)}
+	}
+	boot.OnLost(c.peerLost)
+	return c, nil
+}
+
+func (c *Comm) checkCaps() error {
+	r, name := c.cfg.Require, c.prov.Name()
+	switch {
+	case r.StrongSignals && !c.caps.StrongSignals:
+		return &rdma.UnsupportedError{Provider: name, Feature: "strong signals (required by Config.Require)"}
+	case r.SignalAdd && !c.caps.SignalAdd:
+		return &rdma.UnsupportedError{Provider: name, Feature: "SignalAdd values other than 1 (required by Config.Require)"}
+	case r.MaxPutSize > c.caps.MaxPutSize:
+		return &rdma.UnsupportedError{Provider: name, Feature: fmt.Sprintf("puts of %d bytes (max %d)", r.MaxPutSize, c.caps.MaxPutSize)}
+	case c.cfg.Signals > c.caps.MaxSignals:
+		return &rdma.UnsupportedError{Provider: name, Feature: fmt.Sprintf("%d signals (max %d)", c.cfg.Signals, c.caps.MaxSignals)}
+	}
+	return nil
+}
+
+func (c *Comm) setTeams() error {
+	c.lsa = c.cfg.LSASize
+	if c.lsa == 0 {
+		c.lsa = 1
+		if c.caps.LoadStore {
+			c.lsa = c.size
+		}
+	}
+	if c.size%c.lsa != 0 {
+		return fmt.Errorf("new comm: LSA size %d does not divide world size %d: %w", c.lsa, c.size, ErrBadArgument)
+	}
+	return nil
+}
+
+// peerLost is the bootstrap's notice: every wait of this Comm and every
+// post to that rank fail from now on.
+func (c *Comm) peerLost(e *rdma.PeerLostError) {
+	c.lost.CompareAndSwap(nil, e)
+	c.eps.PeerLost(e.Rank, e)
+}
+
+// Rank is this rank's index in the world, 0 <= Rank < Size.
+func (c *Comm) Rank() int { return c.rank }
+
+// Size is the number of ranks.
+func (c *Comm) Size() int { return c.size }
+
+// World is the team of every rank.
+func (c *Comm) World() Team { return Team{Rank: c.rank, NRanks: c.size, Stride: 1} }
+
+// LSA is the team of ranks whose memory this rank can load and store (one
+// host on shm; Config.LSASize consecutive ranks).
+func (c *Comm) LSA() Team { return Team{Rank: c.rank % c.lsa, NRanks: c.lsa, Stride: 1} }
+
+// Rail is the team of ranks with this rank's LSA index, one per LSA team
+// (NCCL's rail team: NRanks = Size/LSASize, Rank = Rank/LSASize, Stride =
+// LSASize).
+func (c *Comm) Rail() Team { return Team{Rank: c.rank / c.lsa, NRanks: c.size / c.lsa, Stride: c.lsa} }
+
+// ContextCount is the number of contexts (ginContextCount). Performance
+// code spreads work over them: each is its own ordering domain.
+func (c *Comm) ContextCount() int { return len(c.contexts) }
+
+// Context returns context i, 0 <= i < ContextCount().
+func (c *Comm) Context(i int) (*Context, error) {
+	if c.closed.Load() {
+		return nil, ErrClosed
+	}
+	if i < 0 || i >= len(c.contexts) {
+		return nil, fmt.Errorf("context %d of %d: %w", i, len(c.contexts), ErrUnknownContext)
+	}
+	return c.contexts[i], nil
+}
+
+// Capabilities reports what the Comm's provider supports.
+func (c *Comm) Capabilities() rdma.Capabilities { return c.caps }
+
+// Transport is the provider's name.
+func (c *Comm) Transport() string { return c.prov.Name() }
+
+// Signals is the number of indexed signals (Config.Signals).
+func (c *Comm) Signals() int { return c.cfg.Signals }
+
+// Counters is the number of counters (Config.Counters).
+func (c *Comm) Counters() int { return c.cfg.Counters }
+
+// Err is the first lost-peer error this Comm saw, or nil.
+func (c *Comm) Err() error {
+	if e := c.lost.Load(); e != nil {
+		return e
+	}
+	return nil
+}
+
+// Barrier is a control-plane barrier over every rank (the bootstrap's, not
+// a one-sided one: see package barrier for that).
+func (c *Comm) Barrier(ctx context.Context) error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	return c.noteLost(c.boot.Barrier(ctx))
+}
+
+// noteLost makes a lost-peer error from the bootstrap the Comm's state at
+// once (the bootstrap's OnLost callback may come later), so Err and every
+// wait agree with the collective that failed. It returns err.
+func (c *Comm) noteLost(err error) error {
+	var pl *rdma.PeerLostError
+	if errors.As(err, &pl) {
+		c.peerLost(pl)
+	}
+	return err
+}
+
+// Faults returns the QP faults the endpoints' supervisor recorded.
+func (c *Comm) Faults() []endpoint.Fault { return c.eps.Faults() }
+
+// Close releases the Comm's endpoints, windows, provider and bootstrap. It
+// is local: peers that still write into this rank's windows write into
+// memory they mapped themselves, never into freed memory. Calls after Close
+// return ErrClosed.
+func (c *Comm) Close() error {
+	if !c.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	// A wait notices the close within one park (Config.Idle.MaxSleep);
+	// nothing else holds mapped memory for long.
+	deadline := time.Now().Add(c.cfg.PostTimeout)
+	for c.busy.Load() > 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Microsecond)
+	}
+	if n := c.busy.Load(); n > 0 {
+		// Unmapping now could crash those calls: leave the memory mapped.
+		return fmt.Errorf("close: %d calls still inside the comm after %v; its memory stays mapped", n, c.cfg.PostTimeout)
+	}
+	return c.teardown()
+}
+
+// enter marks a call that touches mapped memory; it fails after Close or
+// once a peer was lost. Every successful enter is paired with leave.
+func (c *Comm) enter() error {
+	c.busy.Add(1)
+	if err := c.check(); err != nil {
+		c.busy.Add(-1)
+		return err
+	}
+	return nil
+}
+
+func (c *Comm) leave() { c.busy.Add(-1) }
+
+func (c *Comm) teardown() error {
+	var errs []error
+	if c.eps != nil {
+		errs = append(errs, c.eps.Close(context.Background()))
+	}
+	if c.system != nil {
+		c.system.Shutdown()
+	}
+	errs = append(errs, c.prov.Close(), c.boot.Close())
+	return errors.Join(errs...)
+}

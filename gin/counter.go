@@ -1,0 +1,66 @@
+package gin
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+)
+
+// counterBits is the width of counters (ncclGinCounter_t: "limited to
+// storing values of at most 56 bits").
+const counterBits = 56
+
+func (c *Comm) counterWord(n Counter) (*atomic.Uint64, error) {
+	if int(n) >= len(c.counters) {
+		return nil, fmt.Errorf("counter %d of %d: %w", n, len(c.counters), ErrUnknownCounter)
+	}
+	return &c.counters[n], nil
+}
+
+// ReadCounter returns the low bits bits (1..56) of counter n
+// (ncclGin::readCounter, NCCL 2.28).
+func (x *Context) ReadCounter(n Counter, bits int) (uint64, error) {
+	if err := x.c.check(); err != nil {
+		return 0, err
+	}
+	m, err := mask(bits, counterBits)
+	if err != nil {
+		return 0, err
+	}
+	w, err := x.c.counterWord(n)
+	if err != nil {
+		return 0, err
+	}
+	return w.Load() & m, nil
+}
+
+// WaitCounter waits until the low bits bits of counter n reach least in
+// rolling order (ncclGin::waitCounter). Ends as WaitSignal does.
+func (x *Context) WaitCounter(ctx context.Context, n Counter, least uint64, bits int) (uint64, error) {
+	if err := x.c.check(); err != nil {
+		return 0, err
+	}
+	m, err := mask(bits, counterBits)
+	if err != nil {
+		return 0, err
+	}
+	w, err := x.c.counterWord(n)
+	if err != nil {
+		return 0, err
+	}
+	return x.c.wait(ctx, w, least, m, "counter", int(n))
+}
+
+// ResetCounter sets counter n to 0 (ncclGin::resetCounter); it may not race
+// with puts still ticking it (Flush first).
+func (x *Context) ResetCounter(n Counter) error {
+	if err := x.c.check(); err != nil {
+		return err
+	}
+	w, err := x.c.counterWord(n)
+	if err != nil {
+		return err
+	}
+	w.Store(0)
+	return nil
+}

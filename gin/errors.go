@@ -1,0 +1,44 @@
+package gin
+
+import (
+	"errors"
+
+	"github.com/rdmactor/rdmactor/transport/rdma"
+)
+
+var (
+	// ErrOutOfBounds is returned by Put, PutValue and the VA-signal calls
+	// when offset+bytes falls outside a window (or a window offset is
+	// misaligned for a signal word). Nothing is written.
+	ErrOutOfBounds = rdma.ErrOutOfBounds
+	// ErrNotSupported is returned (as *rdma.UnsupportedError) by NewComm
+	// when the provider lacks what Config.Require asks for, and by calls
+	// the provider cannot carry out.
+	ErrNotSupported = rdma.ErrNotSupported
+	// ErrMixedSignalOps is returned when SignalInc and SignalAdd reach one
+	// signal between two resets (ncclGin_SignalInc, nccl_device/gin.h,
+	// NCCL 2.28). With Aggregate, it is returned by the post or Flush that
+	// rings the doorbell.
+	ErrMixedSignalOps = rdma.ErrMixedSignalOps
+	// ErrPeerLost is returned by waits, puts and collectives once a rank
+	// of the Comm is lost (as *rdma.PeerLostError naming it).
+	ErrPeerLost = rdma.ErrPeerLost
+	// ErrPeerOutOfRange is returned when a peer is not in 0..team.NRanks-1
+	// or maps outside the world.
+	ErrPeerOutOfRange = errors.New("peer outside the team")
+	// ErrUnknownSignal is returned for a signal index >= Config.Signals.
+	ErrUnknownSignal = errors.New("unknown signal id")
+	// ErrUnknownCounter is returned for a counter index >= Config.Counters.
+	ErrUnknownCounter = errors.New("unknown counter id")
+	// ErrUnknownContext is returned by Comm.Context for an index outside
+	// 0..ContextCount()-1.
+	ErrUnknownContext = errors.New("unknown context")
+	// ErrClosed is returned by every call on a Comm, its windows and
+	// contexts after Comm.Close.
+	ErrClosed = errors.New("comm closed")
+	// ErrBadArgument is returned for malformed arguments not covered above:
+	// a PutValue size other than 1, 2, 4 or 8, bits outside 1..64 (1..56
+	// for counters), a negative size, windows of unequal size across ranks,
+	// a VA signal on a window without StrictOrdering.
+	ErrBadArgument = errors.New("bad argument")
+)

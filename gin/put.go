@@ -1,0 +1,234 @@
+package gin
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/rdmactor/rdmactor/endpoint"
+	"github.com/rdmactor/rdmactor/transport/rdma"
+)
+
+// Context is an ordering domain of a Comm with its own connections
+// (ncclGin with a context index, NCCL 2.28). Signals promise the data of
+// earlier puts only within one context.
+//
+// A Context is safe for concurrent use; ordering between goroutines is
+// whatever order their calls take effect in.
+type Context struct {
+	c      *Comm
+	index  int
+	groups []atomic.Pointer[endpoint.Group] // by world rank
+}
+
+// Comm is the context's communicator.
+func (x *Context) Comm() *Comm { return x.c }
+
+// Index is the context's index, 0 <= Index < Comm.ContextCount().
+func (x *Context) Index() int { return x.index }
+
+// group returns the endpoints to world rank r, cached per context so the
+// hot path takes no lock.
+func (x *Context) group(r int) (*endpoint.Group, error) {
+	if g := x.groups[r].Load(); g != nil {
+		return g, nil
+	}
+	g, err := x.c.eps.Group(x.index, r)
+	if err != nil {
+		return nil, err
+	}
+	x.groups[r].Store(g)
+	return g, nil
+}
+
+// check returns ErrClosed after Close and the lost-peer error once a rank
+// was lost, else nil.
+func (c *Comm) check() error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	if e := c.lost.Load(); e != nil {
+		return e
+	}
+	return nil
+}
+
+// Put writes bytes bytes from src at srcOff to the peer's part of dst at
+// dstOff (ncclGin::put, nccl_device/gin.h, NCCL 2.28). peer is a rank of
+// team; it may be this rank. remote runs at the peer once the data is
+// settled; local runs here once src may be reused.
+//
+// With a strong-signal provider (shm), a signal visible at the peer implies
+// the data of this put and of every earlier put of this context to that
+// peer. Put returns once the put is queued, not delivered: use a signal to
+// learn delivery and Flush to reuse sources.
+//
+// Errors: ErrClosed; ErrPeerOutOfRange; ErrOutOfBounds (nothing written);
+// ErrUnknownSignal, ErrUnknownCounter; ErrBadArgument for a VA signal on a
+// window without StrictOrdering; ErrMixedSignalOps; ErrPeerLost;
+// endpoint.ErrRingFull when the SQ stayed full for Config.PostTimeout.
+func (x *Context) Put(team Team, peer int, dst *Window, dstOff int, src *Window, srcOff int, bytes int,
+	remote RemoteAction, local LocalAction, opts ...Option) error {
+	c := x.c
+	if err := c.check(); err != nil {
+		return err
+	}
+	r, err := team.worldRank(c.rank, c.size, peer)
+	if err != nil {
+		return err
+	}
+	if err := c.own(dst, "put destination", dstOff, bytes); err != nil {
+		return err
+	}
+	if err := c.own(src, "put source", srcOff, bytes); err != nil {
+		return err
+	}
+	w := rdma.WQE{Op: rdma.OpWrite, Local: src.mr, LocalOff: srcOff, Remote: dst.remotes[r], RemoteOff: dstOff, Len: bytes}
+	sig, err := c.signalOf(remote, r, &w.Signal)
+	if err != nil {
+		return err
+	}
+	ctr, err := c.counterOf(local)
+	if err != nil {
+		return err
+	}
+	g, err := x.group(r)
+	if err != nil {
+		return err
+	}
+	return g.Post(sig, &w, ctr, aggregated(opts))
+}
+
+// PutValue writes the low size bytes (1, 2, 4 or 8) of value, little-endian,
+// to the peer's part of dst at dstOff (ncclGin::putValue, NCCL 2.28). The
+// value is staged in the posting endpoint's slot pool, so nothing of the
+// caller's is referenced after return. Errors as Put, and ErrBadArgument
+// for another size.
+func (x *Context) PutValue(team Team, peer int, dst *Window, dstOff int, value uint64, size int,
+	remote RemoteAction, opts ...Option) error {
+	c := x.c
+	if err := c.check(); err != nil {
+		return err
+	}
+	if size != 1 && size != 2 && size != 4 && size != 8 {
+		return fmt.Errorf("put value of %d bytes: want 1, 2, 4 or 8: %w", size, ErrBadArgument)
+	}
+	r, err := team.worldRank(c.rank, c.size, peer)
+	if err != nil {
+		return err
+	}
+	if err := c.own(dst, "put value destination", dstOff, size); err != nil {
+		return err
+	}
+	w := rdma.WQE{Op: rdma.OpWrite, Remote: dst.remotes[r], RemoteOff: dstOff}
+	sig, err := c.signalOf(remote, r, &w.Signal)
+	if err != nil {
+		return err
+	}
+	g, err := x.group(r)
+	if err != nil {
+		return err
+	}
+	return g.PostValue(sig, &w, value, size, aggregated(opts))
+}
+
+// Signal applies remote at the peer with no data (ncclGin::signal, NCCL
+// 2.28). Like a put's signal, it implies every earlier put of this context
+// to that peer. remote must not be None. Errors as Put.
+func (x *Context) Signal(team Team, peer int, remote RemoteAction, opts ...Option) error {
+	c := x.c
+	if err := c.check(); err != nil {
+		return err
+	}
+	if remote.kind == remoteNone {
+		return fmt.Errorf("signal with no remote action: %w", ErrBadArgument)
+	}
+	r, err := team.worldRank(c.rank, c.size, peer)
+	if err != nil {
+		return err
+	}
+	w := rdma.WQE{Op: rdma.OpSignal}
+	sig, err := c.signalOf(remote, r, &w.Signal)
+	if err != nil {
+		return err
+	}
+	g, err := x.group(r)
+	if err != nil {
+		return err
+	}
+	return g.Post(sig, &w, nil, aggregated(opts))
+}
+
+// Flush hands every aggregated put of this context to the NIC and waits
+// until every put this context issued before the call is locally complete:
+// its source may be reused. It makes no claim about the peer
+// (ncclGin::flush, NCCL 2.28: "Makes no claims regarding the completion
+// status on the remote peer(s)"). It returns the first error a queued put
+// met since the last Flush, or ctx's error if it ends first.
+func (x *Context) Flush(ctx context.Context) error {
+	if err := x.c.check(); err != nil {
+		return err
+	}
+	var first error
+	for i := range x.groups {
+		g := x.groups[i].Load()
+		if g == nil {
+			continue
+		}
+		if err := g.Flush(ctx); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// signalOf fills s for remote action a towards world rank r and returns the
+// signal index that routes the post (-1: the data endpoint).
+func (c *Comm) signalOf(a RemoteAction, r int, s *rdma.Signal) (int, error) {
+	switch a.kind {
+	case remoteNone:
+		return -1, nil
+	case remoteInc, remoteAdd:
+		if int(a.signal) >= c.cfg.Signals {
+			return 0, fmt.Errorf("signal %d of %d: %w", a.signal, c.cfg.Signals, ErrUnknownSignal)
+		}
+		mode := rdma.SignalInc
+		if a.kind == remoteAdd {
+			mode = rdma.SignalAdd
+		}
+		*s = rdma.Signal{Mode: mode, Region: c.signals.remotes[r], Off: 8 * int(a.signal),
+			Value: a.value, ModeOff: 8 * (c.cfg.Signals + int(a.signal))}
+		return int(a.signal), nil
+	default: // VA signal
+		if err := a.window.vaWord("VA signal", a.offset); err != nil {
+			return 0, err
+		}
+		if a.window.c != c {
+			return 0, fmt.Errorf("VA signal: window of another comm: %w", ErrBadArgument)
+		}
+		*s = rdma.Signal{Mode: rdma.SignalVA, Region: a.window.remotes[r], Off: a.offset, Value: a.value, ModeOff: -1}
+		return -1, nil
+	}
+}
+
+// counterOf returns the counter word a local action ticks, or nil.
+func (c *Comm) counterOf(a LocalAction) (*atomic.Uint64, error) {
+	if !a.inc {
+		return nil, nil
+	}
+	if int(a.counter) >= len(c.counters) {
+		return nil, fmt.Errorf("counter %d of %d: %w", a.counter, len(c.counters), ErrUnknownCounter)
+	}
+	return &c.counters[a.counter], nil
+}
+
+// own checks that w is a window of c and [off, off+n) lies in it.
+func (c *Comm) own(w *Window, what string, off, n int) error {
+	if err := w.bounds(what, off, n); err != nil {
+		return err
+	}
+	if w.c != c {
+		return fmt.Errorf("%s: window of another comm: %w", what, ErrBadArgument)
+	}
+	return nil
+}

@@ -1,0 +1,103 @@
+package gin
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/rdmactor/rdmactor/internal/idle"
+	"github.com/rdmactor/rdmactor/internal/memword"
+)
+
+// signalWord returns the value word of signal s on this rank.
+func (c *Comm) signalWord(s Signal) (*atomic.Uint64, error) {
+	if int(s) >= c.cfg.Signals {
+		return nil, fmt.Errorf("signal %d of %d: %w", s, c.cfg.Signals, ErrUnknownSignal)
+	}
+	return memword.Uint64(c.signals.Bytes(), 8*int(s)), nil
+}
+
+// ReadSignal returns the low bits bits (1..64) of signal s
+// (ncclGin::readSignal, NCCL 2.28), with acquire ordering: data whose
+// signal increment it observes is visible.
+func (x *Context) ReadSignal(s Signal, bits int) (uint64, error) {
+	if err := x.c.enter(); err != nil {
+		return 0, err
+	}
+	defer x.c.leave()
+	m, err := mask(bits, 64)
+	if err != nil {
+		return 0, err
+	}
+	w, err := x.c.signalWord(s)
+	if err != nil {
+		return 0, err
+	}
+	return w.Load() & m, nil
+}
+
+// WaitSignal waits until the low bits bits of signal s reach least in
+// rolling order and returns the value read (ncclGin::waitSignal, NCCL
+// 2.28). It spins, yields, then parks (Config.Idle). It ends with ctx's
+// error when ctx ends, and with ErrPeerLost or ErrClosed when those happen
+// meanwhile: no wait outlives its deadline.
+func (x *Context) WaitSignal(ctx context.Context, s Signal, least uint64, bits int) (uint64, error) {
+	if err := x.c.enter(); err != nil {
+		return 0, err
+	}
+	defer x.c.leave()
+	m, err := mask(bits, 64)
+	if err != nil {
+		return 0, err
+	}
+	w, err := x.c.signalWord(s)
+	if err != nil {
+		return 0, err
+	}
+	return x.c.wait(ctx, w, least, m, "signal", int(s))
+}
+
+// ResetSignal sets signal s to 0, clears its SignalInc/SignalAdd mode and
+// its shadow (ncclGin::resetSignal, NCCL 2.28). It "may not race with
+// concurrent modifications to the signal": call it when no peer can be
+// signalling s (after a barrier, say).
+func (x *Context) ResetSignal(s Signal) error {
+	if err := x.c.enter(); err != nil {
+		return err
+	}
+	defer x.c.leave()
+	w, err := x.c.signalWord(s)
+	if err != nil {
+		return err
+	}
+	w.Store(0)
+	memword.Uint64(x.c.signals.Bytes(), 8*(x.c.cfg.Signals+int(s))).Store(0)
+	x.c.shadows[s].Store(0)
+	return nil
+}
+
+// wait is every rdmactor wait on a local word: until least <= word (rolling,
+// mask m), ctx ends, the Comm closes or a peer is lost. Deadlines are looked
+// at only when the backoff parks, so the spinning path stays a load and a
+// compare.
+func (c *Comm) wait(ctx context.Context, w *atomic.Uint64, least, m uint64, what string, id int) (uint64, error) {
+	least &= m
+	if v := w.Load() & m; rollingLE(least, v, m) {
+		return v, nil
+	}
+	b := idle.New(c.cfg.Idle)
+	for {
+		if v := w.Load() & m; rollingLE(least, v, m) {
+			return v, nil
+		}
+		if b.Idle() {
+			if err := c.check(); err != nil {
+				return 0, fmt.Errorf("wait %s %d for %d: %w", what, id, least, err)
+			}
+			if err := ctx.Err(); err != nil {
+				v := w.Load() & m
+				return v, fmt.Errorf("wait %s %d for %d (at %d): %w", what, id, least, v, err)
+			}
+		}
+	}
+}

@@ -1,0 +1,73 @@
+package bootstrap
+
+import (
+	"time"
+
+	"github.com/asynkron/protoactor-go/remote"
+)
+
+// Close says this rank leaves, waits (bounded) until the coordinator knows
+// (rank 0: until the other ranks know), then shuts the control plane down.
+// It returns nil: a peer that does not answer only shortens the wait.
+func (b *remoteBootstrap) Close() error {
+	b.closeOnce.Do(func() { b.closeErr = b.close() })
+	return b.closeErr
+}
+
+func (b *remoteBootstrap) close() error {
+	at := b.st.close()
+	b.mu.Lock()
+	b.closing = true
+	b.mu.Unlock()
+	bye := encode(kindLeaving, &leaving{Rank: b.cfg.Rank, Seq: at})
+	switch {
+	case b.cfg.Rank == 0:
+		b.system.Root.Send(b.coordPID, bye)
+		select {
+		case <-b.coord.drained:
+		case <-time.After(drainWait):
+		}
+	case !b.rank0Gone.fired():
+		// Also when rank 0 said it leaves: the answer proves the coordinator
+		// has this rank's earlier messages (the acknowledgment of that) too.
+		b.system.Root.Send(b.coordPID, bye)
+		select {
+		case <-b.leaveAcked.c:
+		case <-b.rank0Gone.c:
+		case <-time.After(leaveWait):
+		}
+	}
+	b.shutdown()
+	return nil
+}
+
+// shutdown stops this rank's actors, closes its connections and stops the
+// remote's server.
+//
+// It does not use protoactor-go's graceful Remote.Shutdown(true): that path
+// races with streams that end meanwhile (it can send on a closed channel and
+// panic). Instead it publishes remote.EndpointTerminatedEvent for every peer,
+// the event protoactor-go publishes itself when a connection breaks, which
+// stops the endpoint writers and closes the outgoing connections, then stops
+// the gRPC server, which closes the incoming ones.
+func (b *remoteBootstrap) shutdown() {
+	if b.system == nil {
+		return
+	}
+	if b.sub != nil {
+		b.system.EventStream.Unsubscribe(b.sub)
+	}
+	for _, pid := range b.local {
+		_ = b.system.Root.StopFuture(pid).Wait()
+	}
+	if b.remote != nil {
+		self := b.system.Address()
+		for _, a := range append(b.Addrs(), b.cfg.Addr) {
+			if a != "" && a != self {
+				b.system.EventStream.Publish(&remote.EndpointTerminatedEvent{Address: a})
+			}
+		}
+		b.remote.Shutdown(false)
+	}
+	b.system.Shutdown()
+}

@@ -1,0 +1,97 @@
+package bootstrap
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"strconv"
+)
+
+// Environment variables FromEnv reads; cmd/rdmarun (internal/launch) sets
+// them, and so may a scheduler.
+const (
+	EnvRank      = "RDMACTOR_RANK"       // this rank, in [0, world size)
+	EnvWorldSize = "RDMACTOR_WORLD_SIZE" // number of ranks
+	EnvBootstrap = "RDMACTOR_BOOTSTRAP"  // rank 0's control endpoint, host:port
+	EnvJob       = "RDMACTOR_JOB"        // optional job name; default DefaultJob(bootstrap address)
+)
+
+// FromEnv joins the job described by the environment (EnvRank, EnvWorldSize,
+// EnvBootstrap, optional EnvJob) through NewRemote. A missing or malformed
+// variable is an error naming it; other errors are NewRemote's.
+func FromEnv(ctx context.Context) (Bootstrap, error) {
+	cfg, err := ConfigFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	return NewRemote(ctx, cfg)
+}
+
+// ConfigFromEnv returns the RemoteConfig that FromEnv uses. A missing or
+// malformed variable is an error naming it.
+func ConfigFromEnv() (RemoteConfig, error) {
+	var cfg RemoteConfig
+	var err error
+	if cfg.Size, err = envInt(EnvWorldSize); err != nil {
+		return cfg, err
+	}
+	if cfg.Size < 1 {
+		return cfg, fmt.Errorf("bootstrap: %s=%d: want >= 1", EnvWorldSize, cfg.Size)
+	}
+	if cfg.Rank, err = envInt(EnvRank); err != nil {
+		return cfg, err
+	}
+	if cfg.Rank < 0 || cfg.Rank >= cfg.Size {
+		return cfg, fmt.Errorf("bootstrap: %s=%d: want in [0, %s=%d)", EnvRank, cfg.Rank, EnvWorldSize, cfg.Size)
+	}
+	cfg.Addr = os.Getenv(EnvBootstrap)
+	if cfg.Addr == "" {
+		return cfg, fmt.Errorf("bootstrap: %s is not set (want host:port of rank 0's control endpoint)", EnvBootstrap)
+	}
+	if _, err := (RemoteConfig{Size: 1, Addr: cfg.Addr, Job: "j"}).withDefaults(); err != nil {
+		return cfg, fmt.Errorf("bootstrap: %s=%q: want host:port", EnvBootstrap, cfg.Addr)
+	}
+	cfg.Job = os.Getenv(EnvJob)
+	if cfg.Job != "" {
+		if err := checkJob(cfg.Job); err != nil {
+			return cfg, fmt.Errorf("bootstrap: %s: %w", EnvJob, err)
+		}
+	}
+	return cfg, nil
+}
+
+func envInt(name string) (int, error) {
+	s, ok := os.LookupEnv(name)
+	if !ok || s == "" {
+		return 0, fmt.Errorf("bootstrap: %s is not set", name)
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, fmt.Errorf("bootstrap: %s=%q: not an integer", name, s)
+	}
+	return v, nil
+}
+
+// DefaultJob is the job name of a job that names none: "j" and 16 hex
+// digits of a hash of its bootstrap address.
+func DefaultJob(addr string) string {
+	h := fnv.New64a()
+	h.Write([]byte(addr))
+	return fmt.Sprintf("j%016x", h.Sum64())
+}
+
+// checkJob accepts names of 1 to 64 characters from [A-Za-z0-9._-] that do
+// not start with a dot (they become part of file names).
+func checkJob(job string) error {
+	if job == "" || len(job) > 64 || job[0] == '.' {
+		return fmt.Errorf("job name %q: want 1 to 64 characters of [A-Za-z0-9._-], not starting with '.'", job)
+	}
+	for _, c := range job {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
+		if !ok {
+			return fmt.Errorf("job name %q: character %q not in [A-Za-z0-9._-]", job, c)
+		}
+	}
+	return nil
+}

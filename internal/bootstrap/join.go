@@ -1,0 +1,164 @@
+package bootstrap
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/remote"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
+
+	"github.com/rdmactor/rdmactor/transport/rdma"
+)
+
+// start starts the actor system, the remote and this rank's actors.
+func (b *remoteBootstrap) start() error {
+	b.system = actor.NewActorSystem(actor.WithLoggerFactory(newLogger))
+	host, port := b.cfg.Host, 0
+	var opts []remote.ConfigOption
+	if b.cfg.Rank == 0 {
+		h, p, _ := net.SplitHostPort(b.cfg.Addr)
+		host = h
+		port, _ = strconv.Atoi(p)
+		// Peers name rank 0 by Addr exactly: advertise it so their PIDs are local here.
+		opts = append(opts, remote.WithAdvertisedHost(b.cfg.Addr))
+	}
+	opts = append(opts,
+		remote.WithServerOptions(
+			grpc.MaxRecvMsgSize(math.MaxInt32),
+			grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: keepaliveTime / 2, PermitWithoutStream: true}),
+		),
+		remote.WithDialOptions(
+			grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: keepaliveTime, Timeout: keepaliveTime, PermitWithoutStream: true}),
+		),
+	)
+	r := remote.NewRemote(b.system, remote.Configure(host, port, opts...))
+	if err := startRemote(r); err != nil {
+		return fmt.Errorf("bootstrap: rank %d: start control endpoint on %s: %w", b.cfg.Rank, net.JoinHostPort(host, strconv.Itoa(port)), err)
+	}
+	b.remote = r
+
+	if b.cfg.Rank == 0 {
+		b.coord = newCoordinator(b.cfg.Size)
+		if err := b.spawn(coordinatorName, b.coord); err != nil {
+			return err
+		}
+	}
+	if err := b.spawn(rankActorName, &rankActor{b: b}); err != nil {
+		return err
+	}
+	b.sub = b.system.EventStream.Subscribe(b.onEvent)
+	return nil
+}
+
+// startRemote starts r, turning its panic (listen failure) into an error.
+func startRemote(r *remote.Remote) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%v", p)
+		}
+	}()
+	r.Start()
+	return nil
+}
+
+func (b *remoteBootstrap) spawn(name string, a actor.Actor) error {
+	pid, err := b.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return a }), name)
+	if err != nil {
+		return fmt.Errorf("bootstrap: spawn %s: %w", name, err)
+	}
+	b.local = append(b.local, pid)
+	return nil
+}
+
+// onEvent runs in the publisher's goroutine: forward lost connections to the
+// actor that handles them.
+func (b *remoteBootstrap) onEvent(evt any) {
+	e, ok := evt.(*remote.EndpointTerminatedEvent)
+	if !ok {
+		return
+	}
+	to := b.local[len(b.local)-1] // the rank actor
+	if b.cfg.Rank == 0 {
+		to = b.local[0] // the coordinator
+	}
+	b.system.Root.Send(to, &endpointDown{addr: e.Address})
+}
+
+// join admits this rank and waits for all ranks' addresses.
+func (b *remoteBootstrap) join(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.ConnectTimeout)
+	defer cancel()
+	if b.cfg.Rank != 0 {
+		if err := waitReachable(ctx, b.cfg.Addr); err != nil {
+			return fmt.Errorf("rank 0 not reachable: %w", err)
+		}
+	}
+	msg := encode(kindJoin, &join{Rank: b.cfg.Rank, Addr: b.system.Address()})
+	t := time.NewTicker(joinRetry)
+	defer t.Stop()
+	for !b.joined.fired() {
+		b.system.Root.Send(b.coordPID, msg)
+		select {
+		case <-b.joined.c:
+		case <-t.C:
+		case <-ctx.Done():
+			return fmt.Errorf("no answer from rank 0: %w", ctx.Err())
+		}
+	}
+	select {
+	case <-b.welcomed.c:
+		return nil
+	case <-b.st.lostC:
+		return b.st.Err()
+	case <-ctx.Done():
+		if b.coord != nil {
+			return fmt.Errorf("ranks %v did not join: %w", b.coord.missing(), ctx.Err())
+		}
+		return fmt.Errorf("waiting for all %d ranks to join: %w", b.cfg.Size, ctx.Err())
+	}
+}
+
+// waitReachable waits until addr accepts TCP connections, so that
+// protoactor-go's first connection attempt does not fail (it would retry
+// only after seconds).
+func waitReachable(ctx context.Context, addr string) error {
+	var d net.Dialer
+	for {
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err == nil {
+			return c.Close()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last: %v)", ctx.Err(), err)
+		case <-time.After(dialRetry):
+		}
+	}
+}
+
+// rank0Down handles the loss of the connection to rank 0 (ranks other than 0).
+func (b *remoteBootstrap) rank0Down() {
+	if !b.joined.fired() {
+		return // protoactor-go retries the connection; join resends
+	}
+	b.rank0Gone.fire()
+	b.mu.Lock()
+	closing, left := b.closing, b.rank0Left
+	b.mu.Unlock()
+	switch {
+	case closing:
+	case left:
+		// The coordinator is gone: no collective can complete any more.
+		b.st.noteLeft(0, 0)
+	default:
+		b.st.lose(&rdma.PeerLostError{Rank: 0, Reason: reasonConnClosed})
+	}
+}

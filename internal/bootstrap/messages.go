@@ -1,0 +1,111 @@
+package bootstrap
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/vmihailenco/msgpack/v5"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+)
+
+// Messages of the remote control plane. On the wire each is a
+// wrapperspb.BytesValue (a protobuf type protoactor-go's serializer finds in
+// protoregistry.GlobalTypes) holding one kind byte followed by the msgpack
+// encoding of the struct named for the kind.
+type kind uint8
+
+const (
+	kindJoin     kind = iota + 1 // join: rank -> coordinator, repeated until kindJoinAck
+	kindJoinAck                  // ack: coordinator -> rank
+	kindWelcome                  // welcome: coordinator -> every rank once all joined
+	kindContrib                  // contrib: rank -> coordinator, one per collective
+	kindGathered                 // gathered: coordinator -> every rank once a collective is complete
+	kindLost                     // lost: coordinator -> every rank
+	kindLeaving                  // leaving: rank -> coordinator, from Close
+	kindLeaveAck                 // ack: coordinator -> the leaving rank
+	kindLeft                     // leaving: coordinator -> the other ranks
+	kindLeftAck                  // ack: rank -> coordinator, answer to kindLeft of rank 0
+)
+
+// join asks the coordinator to admit Rank, whose rank actor is at Addr.
+type join struct {
+	Rank int    `msgpack:"r"`
+	Addr string `msgpack:"a"`
+}
+
+// ack acknowledges a join, a leaving, or a leaving of rank 0, from Rank.
+type ack struct {
+	Rank int `msgpack:"r"`
+}
+
+// welcome gives every rank's control address, indexed by rank.
+type welcome struct {
+	Addrs []string `msgpack:"a"`
+}
+
+// contrib is Rank's data for collective Seq.
+type contrib struct {
+	Seq  uint64 `msgpack:"s"`
+	Rank int    `msgpack:"r"`
+	Data []byte `msgpack:"d"`
+}
+
+// gathered is the result of collective Seq: all ranks' data by rank.
+type gathered struct {
+	Seq  uint64   `msgpack:"s"`
+	Data [][]byte `msgpack:"d"`
+}
+
+// lost reports that Rank is lost, and why.
+type lost struct {
+	Rank   int    `msgpack:"r"`
+	Reason string `msgpack:"w"`
+}
+
+// leaving says Rank leaves cleanly; Seq is the last collective it joined.
+type leaving struct {
+	Rank int    `msgpack:"r"`
+	Seq  uint64 `msgpack:"s"`
+}
+
+// encode wraps v, the struct of kind k, into a BytesValue.
+func encode(k kind, v any) *wrapperspb.BytesValue {
+	var buf bytes.Buffer
+	buf.WriteByte(byte(k))
+	if err := msgpack.NewEncoder(&buf).Encode(v); err != nil {
+		// Only our own plain structs are encoded; failing is a bug.
+		panic(fmt.Sprintf("bootstrap: encode %T: %v", v, err))
+	}
+	return &wrapperspb.BytesValue{Value: buf.Bytes()}
+}
+
+// decode returns the kind and the struct a BytesValue holds.
+func decode(bv *wrapperspb.BytesValue) (kind, any, error) {
+	if len(bv.GetValue()) == 0 {
+		return 0, nil, fmt.Errorf("decode control message: empty")
+	}
+	k, b := kind(bv.Value[0]), bv.Value[1:]
+	var v any
+	switch k {
+	case kindJoin:
+		v = new(join)
+	case kindJoinAck, kindLeaveAck, kindLeftAck:
+		v = new(ack)
+	case kindWelcome:
+		v = new(welcome)
+	case kindContrib:
+		v = new(contrib)
+	case kindGathered:
+		v = new(gathered)
+	case kindLost:
+		v = new(lost)
+	case kindLeaving, kindLeft:
+		v = new(leaving)
+	default:
+		return 0, nil, fmt.Errorf("decode control message: unknown kind %d", k)
+	}
+	if err := msgpack.Unmarshal(b, v); err != nil {
+		return 0, nil, fmt.Errorf("decode control message kind %d: %w", k, err)
+	}
+	return k, v, nil
+}

@@ -1,0 +1,57 @@
+package bootstrap
+
+import (
+	"log/slog"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/rdmactor/rdmactor/transport/rdma"
+)
+
+// rankActor is every rank's actor: it receives the coordinator's answers,
+// results and notices and updates the rank's state.
+type rankActor struct{ b *remoteBootstrap }
+
+// Receive handles control messages and endpointDown.
+func (a *rankActor) Receive(ctx actor.Context) {
+	b := a.b
+	switch m := ctx.Message().(type) {
+	case *wrapperspb.BytesValue:
+		k, v, err := decode(m)
+		if err != nil {
+			ctx.Logger().Warn("bootstrap rank", slog.Any("error", err))
+			return
+		}
+		switch k {
+		case kindJoinAck:
+			b.joined.fire()
+		case kindWelcome:
+			b.mu.Lock()
+			b.addrs = v.(*welcome).Addrs
+			b.mu.Unlock()
+			b.welcomed.fire()
+		case kindGathered:
+			g := v.(*gathered)
+			b.st.deliver(g.Seq, g.Data)
+		case kindLost:
+			l := v.(*lost)
+			b.st.lose(&rdma.PeerLostError{Rank: l.Rank, Reason: l.Reason})
+		case kindLeft:
+			l := v.(*leaving)
+			if l.Rank == 0 {
+				b.mu.Lock()
+				b.rank0Left = true
+				b.mu.Unlock()
+				ctx.Send(b.coordPID, encode(kindLeftAck, &ack{Rank: b.cfg.Rank}))
+			}
+			b.st.noteLeft(l.Rank, l.Seq)
+		case kindLeaveAck:
+			b.leaveAcked.fire()
+		}
+	case *endpointDown:
+		if b.cfg.Rank != 0 && m.addr == b.cfg.Addr {
+			b.rank0Down()
+		}
+	}
+}

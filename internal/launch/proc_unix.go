@@ -1,0 +1,33 @@
+//go:build unix
+
+package launch
+
+import (
+	"os"
+	"os/exec"
+	"syscall"
+)
+
+// setProcAttr puts the rank in a process group of its own.
+func setProcAttr(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	setParentDeathSignal(cmd.SysProcAttr)
+}
+
+// killGroup sends SIGKILL (kill) or SIGTERM to the process group that p leads;
+// a group already gone is not an error.
+func killGroup(p *os.Process, kill bool) {
+	sig := syscall.SIGTERM
+	if kill {
+		sig = syscall.SIGKILL
+	}
+	_ = syscall.Kill(-p.Pid, sig)
+}
+
+// signalCode returns 128+n for a process killed by signal n, else 1.
+func signalCode(ee *exec.ExitError) int {
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return 1
+}
