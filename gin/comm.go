@@ -202,6 +202,27 @@ func (c *Comm) noteLost(err error) error {
 	return err
 }
 
+// AllGather is a control-plane all-gather through the bootstrap: every
+// rank contributes data (small: descriptors, handles, counts) and gets all
+// ranks' contributions by rank. Collective. It is for setup, not for the
+// data plane (see package collective for that).
+func (c *Comm) AllGather(ctx context.Context, data []byte) ([][]byte, error) {
+	if c.closed.Load() {
+		return nil, ErrClosed
+	}
+	all, err := c.boot.AllGather(ctx, data)
+	return all, c.noteLost(err)
+}
+
+// OnPeerLost registers f to be called once per lost rank, with the
+// *rdma.PeerLostError that names it (errors.Is(err, ErrPeerLost)), from a
+// bootstrap goroutine; for ranks already lost it is called at once. Layers
+// above gin use it to turn a lost rank into their own notices (death
+// watch's Terminated).
+func (c *Comm) OnPeerLost(f func(rank int, err error)) {
+	c.boot.OnLost(func(e *rdma.PeerLostError) { f(e.Rank, e) })
+}
+
 // Faults returns the QP faults the endpoints' supervisor recorded.
 func (c *Comm) Faults() []endpoint.Fault { return c.eps.Faults() }
 

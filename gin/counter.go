@@ -10,24 +10,26 @@ import (
 // storing values of at most 56 bits").
 const counterBits = 56
 
-func (c *Comm) counterWord(n Counter) (*atomic.Uint64, error) {
-	if int(n) >= len(c.counters) {
-		return nil, fmt.Errorf("counter %d of %d: %w", n, len(c.counters), ErrUnknownCounter)
+// counterWord checks the Comm, counter n and bits (1..56) and returns the
+// counter's word and the mask.
+func (x *Context) counterWord(n Counter, bits int) (*atomic.Uint64, uint64, error) {
+	if err := x.c.check(); err != nil {
+		return nil, 0, err
 	}
-	return &c.counters[n], nil
+	m, err := mask(bits, counterBits)
+	if err != nil {
+		return nil, 0, err
+	}
+	if int(n) >= len(x.c.counters) {
+		return nil, 0, fmt.Errorf("counter %d of %d: %w", n, len(x.c.counters), ErrUnknownCounter)
+	}
+	return &x.c.counters[n], m, nil
 }
 
 // ReadCounter returns the low bits bits (1..56) of counter n
 // (ncclGin::readCounter, NCCL 2.28).
 func (x *Context) ReadCounter(n Counter, bits int) (uint64, error) {
-	if err := x.c.check(); err != nil {
-		return 0, err
-	}
-	m, err := mask(bits, counterBits)
-	if err != nil {
-		return 0, err
-	}
-	w, err := x.c.counterWord(n)
+	w, m, err := x.counterWord(n, bits)
 	if err != nil {
 		return 0, err
 	}
@@ -37,14 +39,7 @@ func (x *Context) ReadCounter(n Counter, bits int) (uint64, error) {
 // WaitCounter waits until the low bits bits of counter n reach least in
 // rolling order (ncclGin::waitCounter). Ends as WaitSignal does.
 func (x *Context) WaitCounter(ctx context.Context, n Counter, least uint64, bits int) (uint64, error) {
-	if err := x.c.check(); err != nil {
-		return 0, err
-	}
-	m, err := mask(bits, counterBits)
-	if err != nil {
-		return 0, err
-	}
-	w, err := x.c.counterWord(n)
+	w, m, err := x.counterWord(n, bits)
 	if err != nil {
 		return 0, err
 	}
@@ -54,10 +49,7 @@ func (x *Context) WaitCounter(ctx context.Context, n Counter, least uint64, bits
 // ResetCounter sets counter n to 0 (ncclGin::resetCounter); it may not race
 // with puts still ticking it (Flush first).
 func (x *Context) ResetCounter(n Counter) error {
-	if err := x.c.check(); err != nil {
-		return err
-	}
-	w, err := x.c.counterWord(n)
+	w, _, err := x.counterWord(n, counterBits)
 	if err != nil {
 		return err
 	}

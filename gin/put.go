@@ -69,34 +69,22 @@ func (c *Comm) check() error {
 // endpoint.ErrRingFull when the SQ stayed full for Config.PostTimeout.
 func (x *Context) Put(team Team, peer int, dst *Window, dstOff int, src *Window, srcOff int, bytes int,
 	remote RemoteAction, local LocalAction, opts ...Option) error {
-	c := x.c
-	if err := c.check(); err != nil {
-		return err
-	}
-	r, err := team.worldRank(c.rank, c.size, peer)
+	r, err := x.route(team, peer)
 	if err != nil {
 		return err
 	}
-	if err := c.own(dst, "put destination", dstOff, bytes); err != nil {
+	if err := x.c.own(dst, "put destination", dstOff, bytes); err != nil {
 		return err
 	}
-	if err := c.own(src, "put source", srcOff, bytes); err != nil {
+	if err := x.c.own(src, "put source", srcOff, bytes); err != nil {
+		return err
+	}
+	ctr, err := x.c.counterOf(local)
+	if err != nil {
 		return err
 	}
 	w := rdma.WQE{Op: rdma.OpWrite, Local: src.mr, LocalOff: srcOff, Remote: dst.remotes[r], RemoteOff: dstOff, Len: bytes}
-	sig, err := c.signalOf(remote, r, &w.Signal)
-	if err != nil {
-		return err
-	}
-	ctr, err := c.counterOf(local)
-	if err != nil {
-		return err
-	}
-	g, err := x.group(r)
-	if err != nil {
-		return err
-	}
-	return g.Post(sig, &w, ctr, aggregated(opts))
+	return x.send(r, &w, remote, ctr, 0, 0, opts)
 }
 
 // PutValue writes the low size bytes (1, 2, 4 or 8) of value, little-endian,
@@ -106,49 +94,48 @@ func (x *Context) Put(team Team, peer int, dst *Window, dstOff int, src *Window,
 // for another size.
 func (x *Context) PutValue(team Team, peer int, dst *Window, dstOff int, value uint64, size int,
 	remote RemoteAction, opts ...Option) error {
-	c := x.c
-	if err := c.check(); err != nil {
-		return err
-	}
 	if size != 1 && size != 2 && size != 4 && size != 8 {
 		return fmt.Errorf("put value of %d bytes: want 1, 2, 4 or 8: %w", size, ErrBadArgument)
 	}
-	r, err := team.worldRank(c.rank, c.size, peer)
+	r, err := x.route(team, peer)
 	if err != nil {
 		return err
 	}
-	if err := c.own(dst, "put value destination", dstOff, size); err != nil {
+	if err := x.c.own(dst, "put value destination", dstOff, size); err != nil {
 		return err
 	}
 	w := rdma.WQE{Op: rdma.OpWrite, Remote: dst.remotes[r], RemoteOff: dstOff}
-	sig, err := c.signalOf(remote, r, &w.Signal)
-	if err != nil {
-		return err
-	}
-	g, err := x.group(r)
-	if err != nil {
-		return err
-	}
-	return g.PostValue(sig, &w, value, size, aggregated(opts))
+	return x.send(r, &w, remote, nil, value, size, opts)
 }
 
 // Signal applies remote at the peer with no data (ncclGin::signal, NCCL
 // 2.28). Like a put's signal, it implies every earlier put of this context
 // to that peer. remote must not be None. Errors as Put.
 func (x *Context) Signal(team Team, peer int, remote RemoteAction, opts ...Option) error {
-	c := x.c
-	if err := c.check(); err != nil {
-		return err
-	}
 	if remote.kind == remoteNone {
 		return fmt.Errorf("signal with no remote action: %w", ErrBadArgument)
 	}
-	r, err := team.worldRank(c.rank, c.size, peer)
+	r, err := x.route(team, peer)
 	if err != nil {
 		return err
 	}
 	w := rdma.WQE{Op: rdma.OpSignal}
-	sig, err := c.signalOf(remote, r, &w.Signal)
+	return x.send(r, &w, remote, nil, 0, 0, opts)
+}
+
+// route is the common front of every post: the Comm is usable and team
+// peer maps to a world rank.
+func (x *Context) route(team Team, peer int) (int, error) {
+	if err := x.c.check(); err != nil {
+		return 0, err
+	}
+	return team.worldRank(x.c.rank, x.c.size, peer)
+}
+
+// send fills w's signal from remote and posts w to world rank r on the
+// endpoint the signal routes to; size > 0 posts value as a PutValue.
+func (x *Context) send(r int, w *rdma.WQE, remote RemoteAction, ctr *atomic.Uint64, value uint64, size int, opts []Option) error {
+	sig, err := x.c.signalOf(remote, r, &w.Signal)
 	if err != nil {
 		return err
 	}
@@ -156,7 +143,10 @@ func (x *Context) Signal(team Team, peer int, remote RemoteAction, opts ...Optio
 	if err != nil {
 		return err
 	}
-	return g.Post(sig, &w, nil, aggregated(opts))
+	if size > 0 {
+		return g.PostValue(sig, w, value, size, aggregated(opts))
+	}
+	return g.Post(sig, w, ctr, aggregated(opts))
 }
 
 // Flush hands every aggregated put of this context to the NIC and waits

@@ -9,30 +9,31 @@ import (
 	"github.com/rdmactor/rdmactor/internal/memword"
 )
 
-// signalWord returns the value word of signal s on this rank.
-func (c *Comm) signalWord(s Signal) (*atomic.Uint64, error) {
-	if int(s) >= c.cfg.Signals {
-		return nil, fmt.Errorf("signal %d of %d: %w", s, c.cfg.Signals, ErrUnknownSignal)
+// signalWord enters the Comm and returns the value word of signal s on this
+// rank and the mask for bits (1..64); the caller leaves when done.
+func (x *Context) signalWord(s Signal, bits int) (*atomic.Uint64, uint64, error) {
+	m, err := mask(bits, 64)
+	if err != nil {
+		return nil, 0, err
 	}
-	return memword.Uint64(c.signals.Bytes(), 8*int(s)), nil
+	if int(s) >= x.c.cfg.Signals {
+		return nil, 0, fmt.Errorf("signal %d of %d: %w", s, x.c.cfg.Signals, ErrUnknownSignal)
+	}
+	if err := x.c.enter(); err != nil {
+		return nil, 0, err
+	}
+	return memword.Uint64(x.c.signals.Bytes(), 8*int(s)), m, nil
 }
 
 // ReadSignal returns the low bits bits (1..64) of signal s
 // (ncclGin::readSignal, NCCL 2.28), with acquire ordering: data whose
 // signal increment it observes is visible.
 func (x *Context) ReadSignal(s Signal, bits int) (uint64, error) {
-	if err := x.c.enter(); err != nil {
+	w, m, err := x.signalWord(s, bits)
+	if err != nil {
 		return 0, err
 	}
 	defer x.c.leave()
-	m, err := mask(bits, 64)
-	if err != nil {
-		return 0, err
-	}
-	w, err := x.c.signalWord(s)
-	if err != nil {
-		return 0, err
-	}
 	return w.Load() & m, nil
 }
 
@@ -42,18 +43,11 @@ func (x *Context) ReadSignal(s Signal, bits int) (uint64, error) {
 // error when ctx ends, and with ErrPeerLost or ErrClosed when those happen
 // meanwhile: no wait outlives its deadline.
 func (x *Context) WaitSignal(ctx context.Context, s Signal, least uint64, bits int) (uint64, error) {
-	if err := x.c.enter(); err != nil {
+	w, m, err := x.signalWord(s, bits)
+	if err != nil {
 		return 0, err
 	}
 	defer x.c.leave()
-	m, err := mask(bits, 64)
-	if err != nil {
-		return 0, err
-	}
-	w, err := x.c.signalWord(s)
-	if err != nil {
-		return 0, err
-	}
 	return x.c.wait(ctx, w, least, m, "signal", int(s))
 }
 
@@ -62,14 +56,11 @@ func (x *Context) WaitSignal(ctx context.Context, s Signal, least uint64, bits i
 // concurrent modifications to the signal": call it when no peer can be
 // signalling s (after a barrier, say).
 func (x *Context) ResetSignal(s Signal) error {
-	if err := x.c.enter(); err != nil {
-		return err
-	}
-	defer x.c.leave()
-	w, err := x.c.signalWord(s)
+	w, _, err := x.signalWord(s, 64)
 	if err != nil {
 		return err
 	}
+	defer x.c.leave()
 	w.Store(0)
 	memword.Uint64(x.c.signals.Bytes(), 8*(x.c.cfg.Signals+int(s))).Store(0)
 	x.c.shadows[s].Store(0)
