@@ -31,7 +31,7 @@ type Comm struct {
 	system *actor.ActorSystem
 	eps    *endpoint.Manager
 
-	signals  *Window // Signals value words, then Signals mode words
+	signals  *Window // Signals value words, then mode words from modeBase
 	counters []atomic.Uint64
 	shadows  []atomic.Uint64
 	contexts []*Context
@@ -80,7 +80,7 @@ func NewComm(ctx context.Context, boot Bootstrap, cfg Config) (*Comm, error) {
 	}
 	c.counters = make([]atomic.Uint64, cfg.Counters)
 	c.shadows = make([]atomic.Uint64, cfg.Signals)
-	c.signals, err = c.register(ctx, 16*cfg.Signals, 0)
+	c.signals, err = c.register(ctx, c.modeOff(Signal(cfg.Signals)), 0)
 	if err != nil {
 		c.teardown()
 		return nil, fmt.Errorf("new comm: signals: %w", err)
@@ -120,6 +120,14 @@ func (c *Comm) setTeams() error {
 		return fmt.Errorf("new comm: LSA size %d does not divide world size %d: %w", c.lsa, c.size, ErrBadArgument)
 	}
 	return nil
+}
+
+// modeOff is the byte offset of signal s's mode word in the signal region.
+// Mode words start on the cache line after the value words: a peer spinning
+// on a value word owns its line, and a sender that checks a mode word on
+// that same line would have to pull it across cores before every add.
+func (c *Comm) modeOff(s Signal) int {
+	return (8*c.cfg.Signals+63)&^63 + 8*int(s)
 }
 
 // peerLost is the bootstrap's notice: every wait of this Comm and every

@@ -31,11 +31,21 @@ type Config struct {
 	LSASize int
 	// PostTimeout bounds how long a put waits for SQ room; default 10 s.
 	PostTimeout time.Duration
-	// Idle paces every wait (spin, yield, park); default idle.Default.
-	Idle idle.Strategy
+	// Idle paces every wait (spin, yield, park); default DefaultIdle.
+	// Latency-critical ranks that own a core raise Spins.
+	Idle IdleStrategy
 	// Require lists what the provider must offer; NewComm fails otherwise.
 	Require Requirements
 }
+
+// IdleStrategy paces waits: Spins busy iterations, then Yields
+// runtime.Gosched calls, then sleeps doubling from MinSleep to MaxSleep
+// (an Aeron-style backoff idle strategy).
+type IdleStrategy = idle.Strategy
+
+// DefaultIdle spins 256 times, yields 64 times, then parks from 1 µs up
+// to 1 ms.
+var DefaultIdle = idle.Default
 
 // Requirements are provider capabilities a program depends on.
 type Requirements struct {
@@ -60,8 +70,8 @@ func (c *Config) setDefaults() error {
 	if c.PostTimeout == 0 {
 		c.PostTimeout = 10 * time.Second
 	}
-	if c.Idle == (idle.Strategy{}) {
-		c.Idle = idle.Default
+	if c.Idle == (IdleStrategy{}) {
+		c.Idle = DefaultIdle
 	}
 	if c.Signals < 0 || c.Counters < 0 || c.Contexts < 0 || c.QPsPerPeer < 0 || c.LSASize < 0 || c.SQDepth < 0 {
 		return fmt.Errorf("config: negative count: %w", ErrBadArgument)

@@ -68,6 +68,7 @@
 // SCEndpoint per signal index in use, each an SQ ring on a QP shared N:m
 // between contexts (package endpoint). Signal words live in a registered
 // region of Signals value words followed by Signals mode words, so a
-// provider can check the SignalInc/SignalAdd rule at the target; counters
+// provider can check the SignalInc/SignalAdd rule at the target (mode
+// words start on their own cache line, away from the words peers spin on); counters
 // and shadows are local words.
 package gin

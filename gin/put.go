@@ -187,7 +187,7 @@ func (c *Comm) signalOf(a RemoteAction, r int, s *rdma.Signal) (int, error) {
 			mode = rdma.SignalAdd
 		}
 		*s = rdma.Signal{Mode: mode, Region: c.signals.remotes[r], Off: 8 * int(a.signal),
-			Value: a.value, ModeOff: 8 * (c.cfg.Signals + int(a.signal))}
+			Value: a.value, ModeOff: c.modeOff(a.signal)}
 		return int(a.signal), nil
 	default: // VA signal
 		if err := a.window.vaWord("VA signal", a.offset); err != nil {

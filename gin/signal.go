@@ -62,7 +62,7 @@ func (x *Context) ResetSignal(s Signal) error {
 	}
 	defer x.c.leave()
 	w.Store(0)
-	memword.Uint64(x.c.signals.Bytes(), 8*(x.c.cfg.Signals+int(s))).Store(0)
+	memword.Uint64(x.c.signals.Bytes(), x.c.modeOff(s)).Store(0)
 	x.c.shadows[s].Store(0)
 	return nil
 }

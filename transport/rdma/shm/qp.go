@@ -63,41 +63,84 @@ func (q *qp) Post(wqes []rdma.WQE) error {
 	return nil
 }
 
+// held is what one WQE pins while it executes: its regions stay mapped
+// until release, whatever Close does meanwhile.
+type held struct {
+	local       *Region
+	remote, sig *remoteRegion
+	pinLocal    bool // local is a mapping (not Go memory) and pinned
+	pinRemote   bool
+	pinSig      bool // sig is pinned separately from remote
+	add         uint64
+}
+
+// release unpins what prepare pinned. Explicit, not deferred: exec runs
+// once per WQE, and defers with this many returns are not open-coded.
+func (h *held) release() {
+	if h.pinLocal {
+		h.local.pins.unpin()
+	}
+	if h.pinRemote {
+		h.remote.pins.unpin()
+	}
+	if h.pinSig {
+		h.sig.pins.unpin()
+	}
+}
+
 // exec validates and executes one WQE with its regions pinned.
 func (q *qp) exec(w *rdma.WQE) error {
-	var local *Region
-	var remote, sig *remoteRegion
+	var h held
+	err := q.prepare(w, &h)
+	if err == nil {
+		// Validated: execute. Data first, then the signal: the add is
+		// seq-cst, so a peer that observes it (acquire load) observes the
+		// copy and every earlier WQE's copy too (strong signals).
+		if w.Op == rdma.OpWrite {
+			copyData(h.remote.mem[w.RemoteOff:w.RemoteOff+w.Len], h.local.mem[w.LocalOff:w.LocalOff+w.Len])
+		}
+		if h.sig != nil {
+			memword.Uint64(h.sig.mem, w.Signal.Off).Add(h.add)
+		}
+	}
+	h.release()
+	return err
+}
+
+// prepare validates w and pins its regions into h; on error h holds what
+// was pinned so far, for release.
+func (q *qp) prepare(w *rdma.WQE, h *held) error {
 	switch w.Op {
 	case rdma.OpNop:
 		return nil
 	case rdma.OpWrite:
 		var err error
-		if local, err = q.localRegion(w.Local); err != nil {
+		if h.local, err = q.localRegion(w.Local); err != nil {
 			return err
 		}
-		if remote, err = q.remoteRegion(w.Remote, "remote"); err != nil {
+		if h.remote, err = q.remoteRegion(w.Remote, "remote"); err != nil {
 			return err
 		}
-		if local.local {
+		if h.local.local {
 			// Go memory, never unmapped: a closed check is enough.
-			if local.pins.closed() {
+			if h.local.pins.closed() {
 				return fmt.Errorf("local region: %w", rdma.ErrClosed)
 			}
 		} else {
-			if !local.pins.pin() {
+			if !h.local.pins.pin() {
 				return fmt.Errorf("local region: %w", rdma.ErrClosed)
 			}
-			defer local.pins.unpin()
+			h.pinLocal = true
 		}
-		if !remote.pins.pin() {
-			return fmt.Errorf("remote region of rank %d: %w", remote.peer, rdma.ErrClosed)
+		if !h.remote.pins.pin() {
+			return fmt.Errorf("remote region of rank %d: %w", h.remote.peer, rdma.ErrClosed)
 		}
-		defer remote.pins.unpin()
-		if !rdma.InBounds(w.LocalOff, w.Len, local.size) {
-			return rangeError("local", w.LocalOff, w.Len, local.size)
+		h.pinRemote = true
+		if !rdma.InBounds(w.LocalOff, w.Len, h.local.size) {
+			return rangeError("local", w.LocalOff, w.Len, h.local.size)
 		}
-		if !rdma.InBounds(w.RemoteOff, w.Len, remote.size) {
-			return rangeError("remote", w.RemoteOff, w.Len, remote.size)
+		if !rdma.InBounds(w.RemoteOff, w.Len, h.remote.size) {
+			return rangeError("remote", w.RemoteOff, w.Len, h.remote.size)
 		}
 		if w.Len > capabilities.MaxPutSize {
 			return fmt.Errorf("length %d over the %d-byte put limit (Capabilities.MaxPutSize): %w", w.Len, capabilities.MaxPutSize, rdma.ErrNotSupported)
@@ -111,52 +154,65 @@ func (q *qp) exec(w *rdma.WQE) error {
 	}
 
 	s := &w.Signal
-	var add uint64
-	if s.Mode != rdma.SignalNone {
-		var err error
-		if sig, err = q.remoteRegion(s.Region, "signal"); err != nil {
+	if s.Mode == rdma.SignalNone {
+		return nil
+	}
+	sig, err := q.remoteRegion(s.Region, "signal")
+	if err != nil {
+		return err
+	}
+	if sig != h.remote {
+		if !sig.pins.pin() {
+			return fmt.Errorf("signal region of rank %d: %w", sig.peer, rdma.ErrClosed)
+		}
+		h.pinSig = true
+	}
+	h.sig = sig
+	if err := checkWord("signal", s.Off, sig.size); err != nil {
+		return err
+	}
+	switch s.Mode {
+	case rdma.SignalInc:
+		h.add = 1
+	case rdma.SignalAdd, rdma.SignalVA:
+		h.add = s.Value
+	default:
+		return fmt.Errorf("signal mode %d: %w", s.Mode, rdma.ErrNotSupported)
+	}
+	if s.ModeOff >= 0 && s.Mode != rdma.SignalVA {
+		if err := checkWord("mode", s.ModeOff, sig.size); err != nil {
 			return err
 		}
-		if sig != remote {
-			if !sig.pins.pin() {
-				return fmt.Errorf("signal region of rank %d: %w", sig.peer, rdma.ErrClosed)
-			}
-			defer sig.pins.unpin()
+		if s.ModeOff == s.Off {
+			return fmt.Errorf("mode word at signal word offset %d: %w", s.Off, rdma.ErrOutOfBounds)
 		}
-		if err := checkWord("signal", s.Off, sig.size); err != nil {
+		if err := claimMode(sig.mem, s.ModeOff, s.Mode); err != nil {
 			return err
 		}
-		switch s.Mode {
-		case rdma.SignalInc:
-			add = 1
-		case rdma.SignalAdd, rdma.SignalVA:
-			add = s.Value
-		default:
-			return fmt.Errorf("signal mode %d: %w", s.Mode, rdma.ErrNotSupported)
-		}
-		if s.ModeOff >= 0 && s.Mode != rdma.SignalVA {
-			if err := checkWord("mode", s.ModeOff, sig.size); err != nil {
-				return err
-			}
-			if s.ModeOff == s.Off {
-				return fmt.Errorf("mode word at signal word offset %d: %w", s.Off, rdma.ErrOutOfBounds)
-			}
-			if err := claimMode(sig.mem, s.ModeOff, s.Mode); err != nil {
-				return err
-			}
-		}
-	}
-
-	// Validated: execute. Data first, then the signal: the add is seq-cst,
-	// so a peer that observes it (acquire load) observes the copy and every
-	// earlier WQE's copy too (strong signals).
-	if w.Op == rdma.OpWrite {
-		copy(remote.mem[w.RemoteOff:w.RemoteOff+w.Len], local.mem[w.LocalOff:w.LocalOff+w.Len])
-	}
-	if sig != nil {
-		memword.Uint64(sig.mem, s.Off).Add(add)
 	}
 	return nil
+}
+
+// chunk is the piece size copyData copies mid-size puts in. Go's copy on
+// amd64 switches to non-temporal stores from 1 MiB (memmove_amd64.s), which
+// bypass the cache the peer is about to read from; pieces below that keep
+// ordinary stores. Past maxChunked bytes the data cannot stay in cache
+// anyway and non-temporal stores win.
+const (
+	chunk      = 512 << 10
+	maxChunked = 16 << 20
+)
+
+// copyData is copy(dst, src) for put payloads.
+func copyData(dst, src []byte) {
+	if len(src) < 1<<20 || len(src) > maxChunked {
+		copy(dst, src)
+		return
+	}
+	for off := 0; off < len(src); off += chunk {
+		end := min(off+chunk, len(src))
+		copy(dst[off:end], src[off:end])
+	}
 }
 
 // claimMode sets the mode word at off to mode's value if it is unset, and
