@@ -146,11 +146,23 @@ type cursor struct {
 
 // postMerged posts the entries published when it starts. Caller holds the
 // doorbell.
+//
+// The endpoints' ready indices cannot be read at one instant, so the
+// snapshot is bounded by a ticket read first: only entries with a ticket at
+// most bound are posted. An entry published before an included one, by the
+// same goroutine or any it synchronized with, finished its ready store
+// before that one took its ticket, so before bound was read, so it is seen
+// and included too. Later entries wait for the next round.
 func (g *Group) postMerged() error {
+	bound := g.tickets.Load()
 	var buf [4]cursor
 	cs := buf[:0]
 	for _, e := range *g.all.Load() {
-		if from, to := e.sq.posted.Load(), e.sq.ready.Load(); from < to {
+		from, to := e.sq.posted.Load(), e.sq.ready.Load()
+		for to > from && e.sq.ticket(to-1) > bound { // tickets grow along an SQ
+			to--
+		}
+		if from < to {
 			cs = append(cs, cursor{e, from, to})
 		}
 	}
