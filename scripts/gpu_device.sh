@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# GPU transport checks (transport/gpu) on a machine with NVIDIA GPUs.
+#
+#   scripts/gpu_device.sh build   # HERE (with Go): builds bin/gpu/ and bin/gpu.tar.gz
+#   scripts/gpu_device.sh         # THERE (no Go needed): runs bin/gpu/ (unpacked
+#                                 # from bin/gpu.tar.gz when that is all that came)
+#
+# The GPU machine needs the NVIDIA driver (libcuda.so.1) and NVRTC
+# (libnvrtc.so.*, from a CUDA toolkit or the nvidia-cuda-nvrtc wheel); the
+# binaries are pure Go (CGO_ENABLED=0) and load both at run time. On it the
+# script runs, in order:
+#   1. nvidia-smi -L and the GPU topology (NVLink or PCIe between GPUs);
+#   2. each test binary with -test.v (a GPU test that would skip fails here:
+#      RDMACTOR_REQUIRE_GPU=1; the 2-GPU tests are required on 2+ GPUs);
+#   3. the examples: gpu_putsignal and gpu_barrier on the LSA path (2 GPUs,
+#      ranks as goroutines) and on the proxy path (2 processes on one GPU);
+#   4. the benchmarks, with their anchors measured in the same process
+#      (cuMemcpyPeerAsync, a raw peer-store kernel), and the NCCL anchor
+#      (transport/gpu/bench/nccl_anchor.py, PyTorch, 2 GPUs);
+#   5. a summary table: every step's status, then the figures.
+# NVLink multicast stays off (NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+# NVSHMEM_DISABLE_NVLS=1) for every command, and nothing here creates multicast objects.
+#
+# Environment: STEPS (default "tests examples bench anchor") picks steps;
+# TESTRUN narrows the gpu tests (-test.run); TESTLIMIT (s, default 480)
+# bounds them; RDMACTOR_GPU_CASE_TIMEOUT (default 60s) bounds each case;
+# BENCHTIME (default 200ms); OUT, if set, receives logs.tar.gz of every log.
+set -uo pipefail
+self="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
+cd "$(dirname "$self")/.."
+
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+
+if [ "${1:-}" = "build" ]; then
+  set -e
+  rm -rf bin/gpu && mkdir -p bin/gpu
+  export CGO_ENABLED=0 GOOS=linux GOARCH=amd64
+  for p in gpu:./transport/gpu cuda:./transport/gpu/cuda jit:./transport/gpu/jit ring:./transport/gpu/ring; do
+    go test -c -ldflags='-s -w' -o "bin/gpu/${p%%:*}.test" "${p#*:}"
+  done
+  go build -ldflags='-s -w' -o bin/gpu/ ./examples/gpu_putsignal ./examples/gpu_barrier ./cmd/rdmarun
+  tar -C bin/gpu -czf bin/gpu.tar.gz .
+  ls -l bin/gpu/ bin/gpu.tar.gz
+  echo "carry bin/gpu.tar.gz (or bin/gpu) to the GPU machine and run scripts/gpu_device.sh there"
+  exit 0
+fi
+
+if [ -f bin/gpu.tar.gz ] && { [ ! -x bin/gpu/gpu.test ] || [ bin/gpu.tar.gz -nt bin/gpu/gpu.test ]; }; then
+  mkdir -p bin/gpu && tar -C bin/gpu -xzf bin/gpu.tar.gz
+fi
+
+if [ -n "${OUT:-}" ] && [ -z "${GPU_DEVICE_TEED:-}" ]; then # keep the whole run in $OUT/run.log
+  export GPU_DEVICE_TEED=1
+  set -o pipefail
+  bash "$self" "$@" 2>&1 | tee "$OUT/run.log"
+  exit "${PIPESTATUS[0]}"
+fi
+
+export RDMACTOR_REQUIRE_GPU=1
+export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/rdmactor-cache}
+STEPS=${STEPS:-tests examples bench anchor}
+BENCHTIME=${BENCHTIME:-200ms}
+logs=$(mktemp -d)
+mkdir -p "$logs"
+summary=()
+
+for b in gpu.test cuda.test jit.test ring.test gpu_putsignal gpu_barrier rdmarun; do
+  [ -x "bin/gpu/$b" ] || { echo "bin/gpu/$b missing: run 'scripts/gpu_device.sh build' where Go is, and carry bin/"; exit 2; }
+done
+
+echo "== $(date -u +%Y-%m-%dT%H:%MZ) on $(hostname), $(nproc) cores"
+nvidia-smi -L
+nvidia-smi --query-gpu=index,name,driver_version,memory.total,pci.bus_id --format=csv,noheader
+echo "== topology"
+nvidia-smi topo -m 2>&1 | head -20
+ngpu=$(nvidia-smi -L | grep -c '^GPU')
+gpuname=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+[ "$ngpu" -ge 2 ] && export RDMACTOR_REQUIRE_GPUS=1
+ls /usr/local/cuda*/lib64/libnvrtc.so* 2>/dev/null | head -3
+
+# step NAME TIMEOUT CMD...: runs CMD, logs to $logs/NAME.log, records the status.
+step() {
+  local name=$1 limit=$2
+  shift 2
+  echo
+  echo "== $name: $*"
+  local t0=$SECONDS
+  timeout --kill-after=10 "$limit" "$@" 2>&1 | tee "$logs/$name.log"
+  local rc=${PIPESTATUS[0]}
+  local st=ok
+  [ "$rc" -ne 0 ] && st="FAIL($rc)"
+  [ "$rc" -eq 124 ] && st="TIMEOUT"
+  summary+=("$(printf '%-28s %-10s %4ss' "$name" "$st" $((SECONDS - t0)))")
+}
+
+has() { [[ " $STEPS " == *" $1 "* ]]; }
+
+if has tests; then
+  step test-ring 120 bin/gpu/ring.test -test.v -test.count=1
+  step test-cuda 120 bin/gpu/cuda.test -test.v -test.count=1
+  step test-jit 120 bin/gpu/jit.test -test.v -test.count=1
+  step test-gpu "${TESTLIMIT:-480}" bin/gpu/gpu.test -test.v -test.count=1 -test.timeout="$((${TESTLIMIT:-480} - 10))s" ${TESTRUN:+-test.run="$TESTRUN"}
+fi
+
+if has examples; then
+  if [ "$ngpu" -ge 2 ]; then
+    step putsignal-lsa-2gpu 60 bin/gpu/gpu_putsignal -local 2 -path lsa -iters 2000 -bytes 8
+    step putsignal-lsa-2gpu-64KiB 60 bin/gpu/gpu_putsignal -local 2 -path lsa -iters 200 -bytes 65536
+    step barrier-lsa-2gpu 60 bin/gpu/gpu_barrier -local 2 -path lsa -rounds 2000
+  fi
+  # Two processes on ONE GPU (time-sliced kernels), then one per GPU where there are two.
+  step putsignal-proxy-2proc-1gpu 90 bin/gpu/rdmarun -np 2 -timeout 80s bin/gpu/gpu_putsignal -path proxy -device 0 -iters 200 -bytes 8
+  step barrier-proxy-2proc-1gpu 90 bin/gpu/rdmarun -np 2 -timeout 80s bin/gpu/gpu_barrier -path proxy -device 0 -rounds 100
+  step putsignal-proxy-2goroutines-1gpu 60 bin/gpu/gpu_putsignal -local 2 -path proxy -device 0 -iters 2000 -bytes 8
+  if [ "$ngpu" -ge 2 ]; then
+    step putsignal-proxy-2proc-2gpu 90 bin/gpu/rdmarun -np 2 -timeout 80s bin/gpu/gpu_putsignal -path proxy -iters 2000 -bytes 8
+  fi
+fi
+
+if has bench; then
+  step bench 420 bin/gpu/gpu.test -test.run='^$' -test.bench='LSAPut|LSAPingPong|Proxy' -test.benchtime="$BENCHTIME" -test.timeout=410s
+fi
+
+if has anchor && [ "$ngpu" -ge 2 ]; then
+  step nccl-anchor 180 python3 transport/gpu/bench/nccl_anchor.py
+fi
+
+echo
+echo "================ summary ($(date -u +%Y-%m-%d), $ngpu x $gpuname) ================"
+printf '%-28s %-10s %5s\n' step status time
+for s in "${summary[@]}"; do echo "$s"; done
+if [ -f "$logs/test-gpu.log" ]; then
+  echo
+  echo "-- gpu tests"
+  echo "passed $(grep -c -- '--- PASS' "$logs/test-gpu.log"), failed $(grep -c -- '--- FAIL' "$logs/test-gpu.log"), skipped $(grep -c -- '--- SKIP' "$logs/test-gpu.log") (tests and subtests)"
+  grep -E -- '--- (FAIL|SKIP)' "$logs/test-gpu.log" | head -20
+fi
+if [ -f "$logs/bench.log" ]; then
+  echo
+  echo "-- benchmarks (this run; anchors measured in the same process)"
+  grep -E '^Benchmark' "$logs/bench.log" | sed -E 's/-[0-9]+ +/ /' |
+    awk '{printf "%-40s", $1; for (i = 3; i < NF; i += 2) if ($(i+1) != "ns/op" && $(i+1) != "B/op" && $(i+1) != "allocs/op") printf " %s %s", $i, $(i+1); print ""}'
+fi
+for f in "$logs"/putsignal-*.log "$logs"/barrier-*.log; do
+  [ -f "$f" ] && grep -hE 'round trip|per barrier' "$f" | head -2 | sed "s|^|$(basename "$f" .log): |"
+done
+[ -f "$logs/nccl-anchor.log" ] && grep -h '^ANCHOR' "$logs/nccl-anchor.log"
+[ -n "${OUT:-}" ] && tar -C "$logs" -czf "$OUT/logs.tar.gz" --exclude=logs.tar.gz . 2>/dev/null
+fails=0
+for s in "${summary[@]}"; do [[ "$s" == *" ok "* ]] || fails=$((fails + 1)); done
+echo "steps failed: $fails"
+exit $((fails > 0))

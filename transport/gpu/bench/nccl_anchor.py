@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""NCCL latency anchor for the GPU benchmarks (docs/gpu.md).
+
+Two processes, one GPU each (torch.multiprocessing), PyTorch's NCCL backend:
+  - all_reduce of 4 bytes (one float32): GPU time per op over a stream of
+    ops (CUDA events), and the latency of one op with a synchronize after
+    each (what a ping-pong pays);
+  - a send/recv ping-pong of 4 bytes: round trip with a synchronize each.
+Prints one 'ANCHOR name=value' line per figure (microseconds), which
+scripts/gpu_device.sh collects. NVLink multicast stays off.
+"""
+import json
+import os
+import socket
+import sys
+import time
+
+for k, v in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"), ("NVSHMEM_DISABLE_NVLS", "1")):
+    os.environ[k] = v
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def worker(rank, world, port, iters):
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(port)
+    torch.cuda.set_device(rank)
+    dist.init_process_group("nccl", rank=rank, world_size=world, device_id=torch.device("cuda", rank))
+    x = torch.ones(1, dtype=torch.float32, device="cuda")
+    for _ in range(100):
+        dist.all_reduce(x)
+    torch.cuda.synchronize()
+    dist.barrier()
+
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(iters):
+        dist.all_reduce(x)
+    end.record()
+    torch.cuda.synchronize()
+    stream_us = start.elapsed_time(end) * 1e3 / iters
+
+    n = 500
+    t0 = time.perf_counter()
+    for _ in range(n):
+        dist.all_reduce(x)
+        torch.cuda.synchronize()
+    sync_us = (time.perf_counter() - t0) * 1e6 / n
+
+    y = torch.zeros(1, dtype=torch.float32, device="cuda")
+    peer = 1 - rank
+    for _ in range(20):
+        if rank == 0:
+            dist.send(x, peer)
+            dist.recv(y, peer)
+        else:
+            dist.recv(y, peer)
+            dist.send(x, peer)
+    torch.cuda.synchronize()
+    dist.barrier()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        if rank == 0:
+            dist.send(x, peer)
+            dist.recv(y, peer)
+        else:
+            dist.recv(y, peer)
+            dist.send(x, peer)
+        torch.cuda.synchronize()
+    rt_us = (time.perf_counter() - t0) * 1e6 / n
+
+    if rank == 0:
+        print(f"ANCHOR nccl_allreduce_4B_stream_us={stream_us:.2f}")
+        print(f"ANCHOR nccl_allreduce_4B_sync_us={sync_us:.2f}")
+        print(f"ANCHOR nccl_sendrecv_4B_roundtrip_us={rt_us:.2f}")
+        print("ANCHOR_INFO " + json.dumps({"torch": torch.__version__, "nccl": ".".join(map(str, torch.cuda.nccl.version())),
+                                           "gpu": torch.cuda.get_device_name(0)}))
+        sys.stdout.flush()
+    dist.destroy_process_group()
+
+
+def main():
+    if torch.cuda.device_count() < 2:
+        print("nccl_anchor: needs 2 GPUs, have %d; skipped" % torch.cuda.device_count())
+        return 0
+    mp.spawn(worker, args=(2, free_port(), 2000), nprocs=2, join=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

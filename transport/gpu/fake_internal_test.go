@@ -1,0 +1,220 @@
+package gpu
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rdmactor/rdmactor/gin"
+	"github.com/rdmactor/rdmactor/transport/gpu/cuda"
+	"github.com/rdmactor/rdmactor/transport/gpu/internal/gputest"
+	"github.com/rdmactor/rdmactor/transport/gpu/ring"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// localComms builds n goroutine ranks over gin.NewLocal (shm) and their GPU
+// sides, closing both when t ends.
+func localComms(t *testing.T, n int, cfg Config) []*Comm {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	gcs, err := gin.NewLocal(ctx, n, gin.Config{Signals: 8})
+	require.NoError(t, err)
+	gs := make([]*Comm, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for r := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			gs[r], errs[r] = New(ctx, gcs[r], cfg)
+		}()
+	}
+	wg.Wait()
+	require.NoError(t, errors.Join(errs...))
+	t.Cleanup(func() {
+		for r := range n {
+			assert.NoError(t, gs[r].Close())
+			assert.NoError(t, gcs[r].Close())
+		}
+	})
+	return gs
+}
+
+// registerAll registers a window of size bytes on every rank (collective).
+func registerAll(t *testing.T, gs []*Comm, size int) []*Window {
+	t.Helper()
+	ws := make([]*Window, len(gs))
+	errs := make([]error, len(gs))
+	var wg sync.WaitGroup
+	for r, g := range gs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ws[r], errs[r] = g.RegisterWindow(context.Background(), size)
+		}()
+	}
+	wg.Wait()
+	require.NoError(t, errors.Join(errs...))
+	return ws
+}
+
+// TestFakeProxy drives the proxy path end to end on the fake driver: a Go
+// model of the kernel (ring.Producer, the algorithm of gin__proxy.cuh)
+// writes WQEs into rank 0's ring; rank 0's proxy posts them through gin
+// (shm); the data, the device signal and the counter land where kernels
+// read them.
+func TestFakeProxy(t *testing.T) {
+	gputest.InFakeDriver(t, func(t *testing.T) {
+		gs := localComms(t, 2, Config{Path: PathProxy, RingDepth: 32, Signals: 4, Counters: 2})
+		require.Equal(t, PathProxy, gs[0].Path())
+		ws := registerAll(t, gs, 1<<16)
+		g0, g1 := gs[0], gs[1]
+		rg := g0.rings[0]
+		p, err := ring.NewProducer(fakeDeviceBytes(rg.dev, ring.DevBytes), rg.host.Bytes(), g0.cfg.RingDepth, g0.abortWord)
+		require.NoError(t, err)
+
+		payload := bytes.Repeat([]byte("gpu-proxy"), 1000)
+		require.NoError(t, ws[0].Write(0, payload))
+		var upTo uint64
+		// More WQEs than the ring holds: the producer waits for room.
+		const posts = 40
+		for k := range posts {
+			upTo, err = p.Post(ring.WQE{Op: ring.OpPut, Peer: 1, DstWindow: uint32(ws[0].id), SrcWindow: uint32(ws[0].id),
+				DstOff: uint64(k * 1024), SrcOff: 0, Bytes: uint64(len(payload)), Remote: ring.RemoteInc, Signal: 1,
+				CounterInc: true, Counter: 1})
+			require.NoError(t, err)
+		}
+		require.NoError(t, p.Flush(upTo))
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err = g1.WaitSignal(ctx, 1, posts, 64)
+		require.NoError(t, err)
+		got := make([]byte, len(payload))
+		require.NoError(t, ws[1].Read((posts-1)*1024, got))
+		assert.Equal(t, payload, got)
+		c, err := g0.ReadCounter(1, 56)
+		require.NoError(t, err)
+		assert.Equal(t, uint64(posts), c, "flush returned, so every CounterInc ticked")
+
+		// PutValue and a SignalAdd, and the device signal seen from Go.
+		_, err = p.Post(ring.WQE{Op: ring.OpPutValue, Peer: 1, DstWindow: uint32(ws[0].id), DstOff: 60000, ValueSize: 4,
+			Bytes: 0xfeedf00d, Remote: ring.RemoteAdd, Signal: 2, SignalValue: 5})
+		require.NoError(t, err)
+		_, err = g1.WaitSignal(ctx, 2, 5, 64)
+		require.NoError(t, err)
+		b4 := make([]byte, 4)
+		require.NoError(t, ws[1].Read(60000, b4))
+		assert.Equal(t, uint32(0xfeedf00d), binary.LittleEndian.Uint32(b4))
+
+		// Host code signals the same device words through gin.
+		act, err := g1.SignalAction(3, 1)
+		require.NoError(t, err)
+		x, _ := g1.Gin().Context(0)
+		require.NoError(t, x.Signal(g1.Gin().World(), 0, act))
+		_, err = g0.WaitSignal(ctx, 3, 1, 64)
+		require.NoError(t, err)
+
+		// A batch to two peers, as the lanes of a warp post it: the proxy
+		// aggregates gin's doorbells and rings each peer once, after its last
+		// WQE; everything lands, loopback included.
+		id := uint32(ws[0].id)
+		_, err = p.PostN([]ring.WQE{
+			{Op: ring.OpPutValue, Peer: 0, DstWindow: id, DstOff: 100, ValueSize: 8, Bytes: 11, Remote: ring.RemoteInc},
+			{Op: ring.OpPutValue, Peer: 1, DstWindow: id, DstOff: 100, ValueSize: 8, Bytes: 22, Remote: ring.RemoteInc},
+			{Op: ring.OpPutValue, Peer: 0, DstWindow: id, DstOff: 108, ValueSize: 8, Bytes: 33, Remote: ring.RemoteInc},
+			{Op: ring.OpSignal, Peer: 1, Remote: ring.RemoteInc},
+		})
+		require.NoError(t, err)
+		_, err = g0.WaitSignal(ctx, 0, 2, 64)
+		require.NoError(t, err)
+		_, err = g1.WaitSignal(ctx, 0, 2, 64)
+		require.NoError(t, err)
+		b16 := make([]byte, 16)
+		require.NoError(t, ws[0].Read(100, b16))
+		assert.Equal(t, []uint64{11, 33}, []uint64{binary.LittleEndian.Uint64(b16), binary.LittleEndian.Uint64(b16[8:])})
+		require.NoError(t, ws[1].Read(100, b16[:8]))
+		assert.Equal(t, uint64(22), binary.LittleEndian.Uint64(b16))
+
+		// A WQE naming a window that does not exist fails the proxy, which
+		// aborts the rank's kernels.
+		_, err = p.Post(ring.WQE{Op: ring.OpPut, Peer: 1, DstWindow: 99, SrcWindow: 0, Bytes: 8})
+		require.NoError(t, err)
+		require.Eventually(t, func() bool { return g0.Err() != nil }, 5*time.Second, time.Millisecond)
+		var pe *ProxyError
+		require.ErrorAs(t, g0.Err(), &pe)
+		assert.ErrorIs(t, pe, gin.ErrBadArgument)
+		assert.True(t, g0.Aborted())
+		assert.NotZero(t, rg.r.Status())
+	})
+}
+
+// TestFakeLSA checks the LSA path's wiring on the fake driver: every
+// rank's window table holds every rank's pointer, and DevComm carries the
+// path, sizes and tables.
+func TestFakeLSA(t *testing.T) {
+	gputest.InFakeDriver(t, func(t *testing.T) {
+		gs := localComms(t, 3, Config{Path: PathLSA, Signals: 5, Barriers: 2})
+		require.Equal(t, PathLSA, gs[0].Path())
+		ws := registerAll(t, gs, 4096)
+		for r, g := range gs {
+			dc := g.DevComm()
+			le := binary.LittleEndian
+			assert.Equal(t, uint32(r), le.Uint32(dc[dcRank:]))
+			assert.Equal(t, uint32(3), le.Uint32(dc[dcSize:]))
+			assert.Equal(t, uint32(devPathLSA), le.Uint32(dc[dcPath:]))
+			assert.Equal(t, uint32(5), le.Uint32(dc[dcNSignals:]))
+			assert.Equal(t, uint32(2), le.Uint32(dc[dcNBarriers:]))
+			desc := make([]byte, windowDescBytes)
+			require.NoError(t, g.ctx.CopyFromDevice(desc, ws[r].Handle()))
+			assert.Equal(t, uint64(4096), le.Uint64(desc[0:]))
+			assert.Equal(t, uint64(ws[r].Ptr()), le.Uint64(desc[8:]))
+			table := make([]byte, 8*3)
+			require.NoError(t, g.ctx.CopyFromDevice(table, cudaPtr(le.Uint64(desc[16:]))))
+			for q := range gs {
+				assert.Equal(t, uint64(ws[q].Ptr()), le.Uint64(table[8*q:]), "rank %d's table, entry %d", r, q)
+			}
+			sigs := make([]byte, 8*3)
+			require.NoError(t, g.ctx.CopyFromDevice(sigs, cudaPtr(le.Uint64(dc[dcPeerSignals:]))))
+			assert.Equal(t, le.Uint64(dc[dcSignals:]), le.Uint64(sigs[8*r:]), "own signals in the peer table")
+		}
+		// Host-side signal words on LSA are device memory.
+		require.NoError(t, gs[1].signals.store(4, 77))
+		v, err := gs[1].ReadSignal(4, 64)
+		require.NoError(t, err)
+		assert.Equal(t, uint64(77), v)
+		_, err = gs[1].ReadSignal(5, 64)
+		assert.ErrorIs(t, err, gin.ErrUnknownSignal, "barrier signals are not user signals")
+		_, err = gs[1].SignalAction(0, 1)
+		assert.ErrorIs(t, err, ErrNotSupported)
+	})
+}
+
+func TestDevCommEncoding(t *testing.T) {
+	d := devComm{rank: 1, size: 2, lsaSize: 2, path: 1, nSignals: 3, nCounters: 4, nBarriers: 5, nContexts: 6,
+		signals: 7, peerSignals: 8, counters: 9, shadows: 10, abortFlag: 11, status: 12, rings: 13}.encode()
+	le := binary.LittleEndian
+	for off, want := range map[int]uint32{0: 1, 4: 2, 8: 2, 12: 1, 16: 3, 20: 4, 24: 5, 28: 6} {
+		assert.Equal(t, want, le.Uint32(d[off:]), "offset %d", off)
+	}
+	for off, want := range map[int]uint64{32: 7, 40: 8, 48: 9, 56: 10, 64: 11, 72: 12, 80: 13, 88: 0, 120: 0} {
+		assert.Equal(t, want, le.Uint64(d[off:]), "offset %d", off)
+	}
+}
+
+func TestConfigDefaults(t *testing.T) {
+	c := Config{}
+	require.NoError(t, c.setDefaults(2))
+	assert.Equal(t, Config{Signals: 64, Counters: 64, Barriers: 32, Contexts: 2, RingDepth: 1024, AbortGrace: 10 * time.Second}, c)
+	bad := []Config{{RingDepth: 3}, {Contexts: 3}, {Signals: -1}, {Path: 7}}
+	for _, b := range bad {
+		assert.ErrorIs(t, b.setDefaults(2), ErrBadArgument, "%+v", b)
+	}
+}
+
+func cudaPtr(v uint64) cuda.DevicePtr { return cuda.DevicePtr(v) }

@@ -1,0 +1,209 @@
+// gin.cuh: rdmactor's device-side one-sided API, what a CUDA kernel calls
+// to put, signal and wait across ranks. It mirrors ncclGin
+// (nccl_device/gin.h, NCCL 2.28-2.30; seed 001) and keeps its semantics;
+// the Go side of the same objects is package transport/gpu.
+//
+// This file is the readable contract: types, prototypes, what each call
+// promises and what it does not. Bodies live in impl/ (NCCL keeps gin.h
+// and impl/gin__funcs.h apart the same way).
+//
+// Usage, in a kernel compiled by transport/gpu (NVRTC, include path set):
+//
+//   #include "rdmactor/gin.cuh"
+//   using namespace rdmactor;
+//   extern "C" __global__ void ping(const __grid_constant__ DevComm comm, Window win) {
+//     Gin gin(comm, 0);                                  // context 0
+//     Team world = teamWorld(comm);
+//     gin.put(world, 1, win, 0, win, 4096, 4096, SignalInc{0}, None{}, CoopBlock{});
+//     gin.waitSignal(CoopBlock{}, 0, 1);                 // false if the host aborted
+//   }
+//
+// Two paths behind one API, fixed per communicator when the host built it
+// (gpu.Config.Path):
+//  - LSA (NVLink or PCIe peers, one host): every peer's windows and signal
+//    words are mapped into this kernel's address space. A put is a
+//    cooperative vectorized copy into the peer window followed by a
+//    system-scope release add on the peer's signal; waits are acquire loads.
+//  - Proxy: the kernel reserves slots of a pinned, device-mapped SQ ring
+//    with atomicAdd, writes 64-byte WQE descriptors, publishes them in
+//    order and rings the doorbell by storing the producer index (seed 003).
+//    A CPU proxy of the owning rank drains the ring and posts each WQE on
+//    the CPU provider (shm, ofi); it ticks counters on completion, and
+//    remote signals land in host-mapped words the target kernel polls.
+//
+// Caller duties:
+//  1. Every thread of a coop argument calls the function with equal
+//     arguments (CoopWarp: all 32 lanes of the warp; CoopBlock: every
+//     thread of the block), as with NCCL's ncclCoop*.
+//  2. Between two resets a signal sees only SignalInc or only SignalAdd
+//     (ncclGin_SignalInc: "may not be mixed with other signal-modifying
+//     operations without an intervening signal reset"). Not checked on the
+//     device.
+//  3. resetSignal/resetCounter "may not race with concurrent
+//     modifications" (gin.h): reset when no peer can be signalling.
+//  4. A put's source may change only after flush() returned or its
+//     CounterInc ticked.
+//  5. Waits return false when the host set the abort flag
+//     (gpu.Comm.Abort, or a Go deadline that ended): a kernel that sees
+//     false should return. Nothing on the device waits forever.
+//
+// Errors (an offset outside a window, a peer outside the team, an unknown
+// signal or counter, a putValue size other than 1/2/4/8) are not
+// performed: the first one is recorded for the host (gpu.Comm.DeviceError)
+// and the call returns. Never a corrupted peer.
+#pragma once
+
+#include "rdmactor/impl/gin__types.cuh"
+
+namespace rdmactor {
+
+typedef unsigned long long u64;
+typedef unsigned int u32;
+
+// DevComm is the communicator as kernels see it (ncclDevComm): pass
+// gpu.Comm.DevComm() as a kernel argument, by value, preferably
+// `const __grid_constant__ DevComm comm`. Fields are implementation.
+typedef impl::DevComm DevComm;
+
+// Window is a registered window (ncclWindow_t): pass gpu.Window.Handle().
+typedef const impl::WindowDesc* Window;
+
+// Signal and Counter are indices (ncclGinSignal_t, ncclGinCounter_t):
+// signals 0..gpu.Config.Signals-1, counters 0..gpu.Config.Counters-1.
+typedef u32 Signal;
+typedef u32 Counter;
+
+// Team: member p is world rank comm.rank + (p - rank) * stride (ncclTeam).
+struct Team {
+  int rank;    // the caller's index in the team
+  int nRanks;  // members
+  int stride;  // world-rank distance between consecutive members
+};
+__device__ Team teamWorld(const DevComm& comm);  // every rank
+__device__ Team teamLsa(const DevComm& comm);    // ranks of this host / NVLink domain
+
+// Thread groups (ncclCoopThread / ncclCoopWarp / ncclCoopCta): who
+// cooperates in one call. Data moves with all of them; one of them posts.
+struct CoopThread {
+  __device__ int size() const;
+  __device__ int rank() const;
+  __device__ void sync() const;
+};
+struct CoopWarp {  // the whole warp of the calling thread
+  __device__ int size() const;
+  __device__ int rank() const;
+  __device__ void sync() const;
+};
+struct CoopBlock {  // every thread of the block
+  __device__ int size() const;
+  __device__ int rank() const;
+  __device__ void sync() const;
+};
+
+// Remote actions, applied at the peer once the put's data is settled.
+struct None {};                                 // ncclGin_None
+struct SignalInc { Signal signal; };            // ncclGin_SignalInc: +1
+struct SignalAdd { Signal signal; u64 value; }; // ncclGin_SignalAdd: +value
+// Local action, applied here once the source was consumed.
+struct CounterInc { Counter counter; };         // ncclGin_CounterInc
+
+// Gin: one context (ordering domain) of the communicator, as ncclGin.
+// Construct one per thread; it is a few registers.
+class Gin {
+ public:
+  __device__ Gin(const DevComm& comm, int contextIndex);
+
+  // put copies bytes bytes from this rank's part of src at srcOffset to
+  // peer's part of dst at dstOffset (ncclGin::put). peer is a member of
+  // team; it may be this rank (loopback).
+  //
+  // Strong signal: when remote's signal is visible at the peer, the data of
+  // this put and of every earlier put of this context to that peer is
+  // visible (gin.h: "The visibility of the signal on the destination peer
+  // implies the visibility of the put data it is attached to and all the
+  // preceding puts to the same peer, provided that they were issued using
+  // the same GIN context").
+  //
+  // Not promised: that the data arrived when put returns (wait for a
+  // signal); on the proxy path, that the source may be reused (flush, or
+  // CounterInc). On LSA, put returns after the copy, so the source is
+  // consumed at return.
+  template <typename RemoteAction = None, typename LocalAction = None, typename Coop = CoopThread>
+  __device__ void put(Team team, int peer, Window dst, u64 dstOffset, Window src, u64 srcOffset, u64 bytes,
+                      RemoteAction remote = RemoteAction{}, LocalAction local = LocalAction{},
+                      Coop coop = Coop{});
+
+  // putValue writes sizeof(T) (1, 2, 4 or 8) bytes of value to peer's part
+  // of dst at dstOffset (ncclGin::putValue). The value travels in the WQE
+  // (proxy) or is stored directly (LSA): nothing of the caller's is read
+  // after return.
+  template <typename T, typename RemoteAction = None, typename Coop = CoopThread>
+  __device__ void putValue(Team team, int peer, Window dst, u64 dstOffset, T value,
+                           RemoteAction remote = RemoteAction{}, Coop coop = Coop{});
+
+  // signal applies remote at the peer with no data (ncclGin::signal); it
+  // implies the earlier puts of this context to that peer, as a put's does.
+  template <typename RemoteAction, typename Coop = CoopThread>
+  __device__ void signal(Team team, int peer, RemoteAction remote, Coop coop = Coop{});
+
+  // flush waits until every put that coop's threads issued through this
+  // Gin is locally complete: sources reusable (ncclGin::flush). It "makes
+  // no claims regarding the completion status on the remote peer(s)".
+  // Returns false if aborted.
+  template <typename Coop = CoopThread>
+  __device__ bool flush(Coop coop = Coop{});
+
+  // readSignal returns the low bits bits of signal s with acquire ordering:
+  // data whose signal increment it observes is visible (ncclGin::readSignal).
+  __device__ u64 readSignal(Signal s, int bits = 64) const;
+  // waitSignal waits until the low bits bits of s reach least in rolling
+  // order: a <= b iff ((b - a) & m) <= m >> 1 (ncclGin::waitSignal). One
+  // thread of coop polls; all return the same result: true once reached,
+  // false when the host aborted.
+  template <typename Coop>
+  __device__ bool waitSignal(Coop coop, Signal s, u64 least, int bits = 64);
+  // resetSignal sets s to 0 (ncclGin::resetSignal; duty 3).
+  __device__ void resetSignal(Signal s);
+
+  // Counters: local, 56 bits, ticked by CounterInc (ncclGin::*Counter).
+  __device__ u64 readCounter(Counter c, int bits = 56) const;
+  template <typename Coop>
+  __device__ bool waitCounter(Coop coop, Counter c, u64 least, int bits = 56);
+  __device__ void resetCounter(Counter c);
+
+  // aborted reports whether the host set the abort flag.
+  __device__ bool aborted() const;
+
+  // Implementation state (public so that impl/ can reach it; do not use).
+  const DevComm* comm_;
+  int ctx_;
+  u64 issued_;  // proxy: ring sequence after this thread's last WQE
+};
+
+// BarrierSession: a barrier over a team built from signal increments
+// (ncclGinBarrierSession). index picks one of gpu.Config.Barriers barrier
+// signals; use a different index per coop that syncs concurrently (e.g.
+// blockIdx.x) and one index per team. sync returns when every team member
+// has entered the same round; what each member put before it (same
+// context) is visible after it. Returns false if aborted.
+template <typename Coop>
+class BarrierSession {
+ public:
+  __device__ BarrierSession(Coop coop, Gin& gin, Team team, u32 index);
+  __device__ bool sync(Coop coop);
+
+  Gin* gin_;
+  Team team_;
+  u32 signal_;
+};
+
+// localPointer is this rank's part of w at offset, as this kernel
+// addresses it (device memory on LSA, device-mapped host memory on proxy).
+__device__ void* localPointer(Window w, u64 offset);
+// lsaPointer is peer's part of w at offset, mapped here (LSA only;
+// nullptr on the proxy path or for a peer outside the team).
+__device__ void* lsaPointer(const DevComm& comm, Window w, Team team, int peer, u64 offset);
+
+}  // namespace rdmactor
+
+#include "rdmactor/impl/gin__funcs.cuh"

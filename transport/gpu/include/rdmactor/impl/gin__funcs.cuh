@@ -1,0 +1,307 @@
+// impl/gin__funcs.cuh: bodies of gin.cuh. The LSA and proxy halves of each
+// call are in gin__lsa.cuh and gin__proxy.cuh; this file holds what they
+// share (teams, coops, checks, waits) and the dispatch on DevComm.path.
+#pragma once
+
+#include "rdmactor/impl/gin__atomics.cuh"
+
+namespace rdmactor {
+namespace impl {
+
+__device__ __forceinline__ int linearTid() {
+  return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+}
+
+__device__ __forceinline__ u64 mask(int bits) { return bits >= 64 ? ~0ull : (1ull << bits) - 1; }
+
+// rollingLE: a <= b in the rolling order of a counter with mask m
+// (NCCL's rolling comparison; gin/rolling.go has the Go twin).
+__device__ __forceinline__ bool rollingLE(u64 a, u64 b, u64 m) { return ((b - a) & m) <= (m >> 1); }
+
+// fail records the first device-side error for the host; later ones are
+// dropped (gpu.Comm.DeviceError reads it).
+__device__ __forceinline__ void fail(const DevComm& c, u32 code, u32 detail) {
+  atomicCAS(reinterpret_cast<unsigned long long*>(c.status), 0ull, ((u64)code << 32) | detail);
+}
+
+__device__ __forceinline__ bool abortSet(const DevComm& c) {
+  return ldRelaxedSys(reinterpret_cast<const u64*>(c.abortFlag)) != 0;
+}
+
+// spinUntil polls until pred() holds, looking at the abort flag every 64
+// rounds (a load over PCIe). Returns false on abort.
+template <typename Pred>
+__device__ __forceinline__ bool spinUntil(const DevComm& c, Pred pred) {
+  for (u32 i = 1;; i++) {
+    if (pred()) return true;
+    if ((i & 63) == 0 && abortSet(c)) return false;
+  }
+}
+
+// waitWord waits until the low bits of *w reach least (rolling, mask m).
+__device__ __forceinline__ bool waitWord(const DevComm& c, const u64* w, u64 least, u64 m) {
+  least &= m;
+  return spinUntil(c, [&] { return rollingLE(least, ldAcquireSys(w) & m, m); });
+}
+
+// worldRank maps team member peer to a world rank, or -1 (recorded).
+__device__ __forceinline__ int worldRank(const DevComm& c, Team t, int peer) {
+  int w = c.rank + (peer - t.rank) * t.stride;
+  if (peer < 0 || peer >= t.nRanks || w < 0 || w >= c.size) {
+    fail(c, ErrPeerOutOfRange, (u32)peer);
+    return -1;
+  }
+  return w;
+}
+
+// inBounds: [off, off+n) inside a window of size bytes, without overflow.
+__device__ __forceinline__ bool inBounds(const DevComm& c, Window w, u64 off, u64 n) {
+  if (w == nullptr || off > w->size || n > w->size - off) {
+    fail(c, ErrOutOfBounds, (u32)off);
+    return false;
+  }
+  return true;
+}
+
+// Broadcast of rank 0's flag to the coop; also a sync point.
+__device__ __forceinline__ bool bcast(CoopThread, bool v) { return v; }
+__device__ __forceinline__ bool bcast(CoopWarp, bool v) { return __shfl_sync(0xffffffffu, (int)v, 0) != 0; }
+__device__ __forceinline__ bool bcast(CoopBlock c, bool v) {
+  __shared__ int slot;
+  c.sync();
+  if (c.rank() == 0) slot = v;
+  c.sync();
+  return slot != 0;
+}
+
+// Remote and local actions, decoded.
+struct Remote {
+  u32 kind;  // RemoteNone, RemoteInc, RemoteAdd
+  u32 signal;
+  u64 value;
+};
+__device__ __forceinline__ Remote remoteOf(None) { return Remote{RemoteNone, 0, 0}; }
+__device__ __forceinline__ Remote remoteOf(SignalInc a) { return Remote{RemoteInc, a.signal, 1}; }
+__device__ __forceinline__ Remote remoteOf(SignalAdd a) { return Remote{RemoteAdd, a.signal, a.value}; }
+__device__ __forceinline__ int localOf(None) { return -1; }
+__device__ __forceinline__ int localOf(CounterInc a) { return (int)a.counter; }
+
+// signalOK checks a user signal index (barrier signals are internal).
+__device__ __forceinline__ bool signalOK(const DevComm& c, const Remote& r) {
+  if (r.kind != RemoteNone && r.signal >= (u32)c.nSignals) {
+    fail(c, ErrUnknownSignal, r.signal);
+    return false;
+  }
+  return true;
+}
+__device__ __forceinline__ bool counterOK(const DevComm& c, int ctr) {
+  if (ctr >= c.nCounters) {
+    fail(c, ErrUnknownCounter, (u32)ctr);
+    return false;
+  }
+  return true;
+}
+
+__device__ __forceinline__ u64* signalWord(const DevComm& c, u32 s) { return reinterpret_cast<u64*>(c.signals) + s; }
+__device__ __forceinline__ u64* counterWord(const DevComm& c, u32 n) { return reinterpret_cast<u64*>(c.counters) + n; }
+
+}  // namespace impl
+
+// ---- teams and coops ----
+
+__device__ __forceinline__ Team teamWorld(const DevComm& c) { return Team{c.rank, c.size, 1}; }
+__device__ __forceinline__ Team teamLsa(const DevComm& c) { return Team{c.rank % c.lsaSize, c.lsaSize, 1}; }
+
+__device__ __forceinline__ int CoopThread::size() const { return 1; }
+__device__ __forceinline__ int CoopThread::rank() const { return 0; }
+__device__ __forceinline__ void CoopThread::sync() const {}
+__device__ __forceinline__ int CoopWarp::size() const { return 32; }
+__device__ __forceinline__ int CoopWarp::rank() const { return impl::linearTid() & 31; }
+__device__ __forceinline__ void CoopWarp::sync() const { __syncwarp(); }
+__device__ __forceinline__ int CoopBlock::size() const { return blockDim.x * blockDim.y * blockDim.z; }
+__device__ __forceinline__ int CoopBlock::rank() const { return impl::linearTid(); }
+__device__ __forceinline__ void CoopBlock::sync() const { __syncthreads(); }
+
+__device__ __forceinline__ void* localPointer(Window w, u64 offset) {
+  return reinterpret_cast<char*>(w->local) + offset;
+}
+
+__device__ __forceinline__ void* lsaPointer(const DevComm& c, Window w, Team t, int peer, u64 offset) {
+  if (c.path != impl::PathLSA || peer < 0 || peer >= t.nRanks) return nullptr;
+  int r = c.rank + (peer - t.rank) * t.stride;
+  if (r < 0 || r >= c.size) return nullptr;
+  return reinterpret_cast<char*>(reinterpret_cast<const u64*>(w->peers)[r]) + offset;
+}
+
+}  // namespace rdmactor
+
+#include "rdmactor/impl/gin__lsa.cuh"
+#include "rdmactor/impl/gin__proxy.cuh"
+
+namespace rdmactor {
+
+__device__ __forceinline__ Gin::Gin(const DevComm& comm, int contextIndex)
+    : comm_(&comm), ctx_(contextIndex), issued_(0) {}
+
+__device__ __forceinline__ bool Gin::aborted() const { return impl::abortSet(*comm_); }
+
+template <typename R, typename L, typename Coop>
+__device__ __forceinline__ void Gin::put(Team team, int peer, Window dst, u64 dstOffset, Window src, u64 srcOffset,
+                                         u64 bytes, R remote, L local, Coop coop) {
+  const DevComm& c = *comm_;
+  impl::Remote r = impl::remoteOf(remote);
+  int ctr = impl::localOf(local);
+  int w = impl::worldRank(c, team, peer);
+  // Every thread of the coop checks the same arguments, so all skip alike.
+  if (w < 0 || !impl::inBounds(c, dst, dstOffset, bytes) || !impl::inBounds(c, src, srcOffset, bytes) ||
+      !impl::signalOK(c, r) || !impl::counterOK(c, ctr))
+    return;
+  if (c.path == impl::PathLSA)
+    impl::lsaPut(c, coop, w, dst, dstOffset, src, srcOffset, bytes, r, ctr);
+  else
+    impl::proxyPut(*this, coop, w, dst, dstOffset, src, srcOffset, bytes, r, ctr);
+}
+
+template <typename T, typename R, typename Coop>
+__device__ __forceinline__ void Gin::putValue(Team team, int peer, Window dst, u64 dstOffset, T value, R remote,
+                                              Coop coop) {
+  typedef impl::u8 u8;
+  static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8, "putValue: 1, 2, 4 or 8 bytes");
+  const DevComm& c = *comm_;
+  impl::Remote r = impl::remoteOf(remote);
+  int w = impl::worldRank(c, team, peer);
+  if (w < 0 || !impl::inBounds(c, dst, dstOffset, sizeof(T)) || !impl::signalOK(c, r)) return;
+  u64 bits = 0;
+  const u8* b = reinterpret_cast<const u8*>(&value);
+  for (u32 i = 0; i < sizeof(T); i++) bits |= (u64)b[i] << (8 * i);
+  if (c.path == impl::PathLSA)
+    impl::lsaPutValue(c, coop, w, dst, dstOffset, bits, (u32)sizeof(T), r);
+  else
+    impl::proxyPutValue(*this, coop, w, dst, dstOffset, bits, (u32)sizeof(T), r);
+}
+
+template <typename R, typename Coop>
+__device__ __forceinline__ void Gin::signal(Team team, int peer, R remote, Coop coop) {
+  const DevComm& c = *comm_;
+  impl::Remote r = impl::remoteOf(remote);
+  int w = impl::worldRank(c, team, peer);
+  if (w < 0 || !impl::signalOK(c, r)) return;
+  if (r.kind == impl::RemoteNone) {
+    impl::fail(c, impl::ErrBadArgument, 0);
+    return;
+  }
+  if (c.path == impl::PathLSA)
+    impl::lsaSignal(c, coop, w, r);
+  else
+    impl::proxySignal(*this, coop, w, r);
+}
+
+template <typename Coop>
+__device__ __forceinline__ bool Gin::flush(Coop coop) {
+  if (comm_->path == impl::PathLSA) {
+    coop.sync();  // every copy of the coop is done: sources are free
+    return !aborted();
+  }
+  return impl::proxyFlush(*this, coop);
+}
+
+__device__ __forceinline__ u64 Gin::readSignal(Signal s, int bits) const {
+  if (s >= (u32)comm_->nSignals) {
+    impl::fail(*comm_, impl::ErrUnknownSignal, s);
+    return 0;
+  }
+  return impl::ldAcquireSys(impl::signalWord(*comm_, s)) & impl::mask(bits);
+}
+
+template <typename Coop>
+__device__ __forceinline__ bool Gin::waitSignal(Coop coop, Signal s, u64 least, int bits) {
+  if (s >= (u32)comm_->nSignals) {
+    impl::fail(*comm_, impl::ErrUnknownSignal, s);
+    return false;
+  }
+  bool ok = true;
+  if (coop.rank() == 0) ok = impl::waitWord(*comm_, impl::signalWord(*comm_, s), least, impl::mask(bits));
+  return impl::bcast(coop, ok);
+}
+
+__device__ __forceinline__ void Gin::resetSignal(Signal s) {
+  if (s >= (u32)comm_->nSignals) {
+    impl::fail(*comm_, impl::ErrUnknownSignal, s);
+    return;
+  }
+  impl::stRelaxedSys(impl::signalWord(*comm_, s), 0);
+  reinterpret_cast<u64*>(comm_->shadows)[s] = 0;
+}
+
+__device__ __forceinline__ u64 Gin::readCounter(Counter n, int bits) const {
+  if (n >= (u32)comm_->nCounters) {
+    impl::fail(*comm_, impl::ErrUnknownCounter, n);
+    return 0;
+  }
+  return impl::ldAcquireSys(impl::counterWord(*comm_, n)) & impl::mask(bits < 56 ? bits : 56);
+}
+
+template <typename Coop>
+__device__ __forceinline__ bool Gin::waitCounter(Coop coop, Counter n, u64 least, int bits) {
+  if (n >= (u32)comm_->nCounters) {
+    impl::fail(*comm_, impl::ErrUnknownCounter, n);
+    return false;
+  }
+  bool ok = true;
+  if (coop.rank() == 0)
+    ok = impl::waitWord(*comm_, impl::counterWord(*comm_, n), least, impl::mask(bits < 56 ? bits : 56));
+  return impl::bcast(coop, ok);
+}
+
+__device__ __forceinline__ void Gin::resetCounter(Counter n) {
+  if (n >= (u32)comm_->nCounters) {
+    impl::fail(*comm_, impl::ErrUnknownCounter, n);
+    return;
+  }
+  impl::stRelaxedSys(impl::counterWord(*comm_, n), 0);
+}
+
+// ---- barrier ----
+
+template <typename Coop>
+__device__ __forceinline__ BarrierSession<Coop>::BarrierSession(Coop, Gin& gin, Team team, u32 index)
+    : gin_(&gin), team_(team), signal_((u32)gin.comm_->nSignals + index) {
+  if (index >= (u32)gin.comm_->nBarriers) {
+    impl::fail(*gin.comm_, impl::ErrUnknownSignal, signal_);
+    signal_ = ~0u;
+  }
+}
+
+// sync: every member adds 1 to the barrier signal of every other member,
+// then waits until its own reached (round) * (nRanks - 1). The expected
+// value lives in the signal's shadow, which only this rank changes, so no
+// reset is ever needed (rolling compare).
+template <typename Coop>
+__device__ __forceinline__ bool BarrierSession<Coop>::sync(Coop coop) {
+  const DevComm& c = *gin_->comm_;
+  if (signal_ == ~0u) return false;
+  bool ok = true;
+  coop.sync();  // the coop's earlier work is done before anyone signals
+  if (coop.rank() == 0) {
+    u64* shadow = reinterpret_cast<u64*>(c.shadows) + signal_;
+    u64 want = *shadow + (u64)(team_.nRanks - 1);
+    *shadow = want;
+    impl::Remote r{impl::RemoteInc, signal_, 1};
+    for (int p = 0; p < team_.nRanks && ok; p++) {
+      if (p == team_.rank) continue;
+      int w = impl::worldRank(c, team_, p);
+      if (w < 0) {
+        ok = false;
+        break;
+      }
+      if (c.path == impl::PathLSA)
+        impl::lsaSignal(c, CoopThread{}, w, r);
+      else
+        impl::proxySignal(*gin_, CoopThread{}, w, r);
+    }
+    if (ok) ok = impl::waitWord(c, impl::signalWord(c, signal_), want, ~0ull);
+  }
+  return impl::bcast(coop, ok);
+}
+
+}  // namespace rdmactor
