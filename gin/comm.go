@@ -231,6 +231,19 @@ func (c *Comm) OnPeerLost(f func(rank int, err error)) {
 	c.boot.OnLost(func(e *rdma.PeerLostError) { f(e.Rank, e) })
 }
 
+// ActorSystem is the protoactor-go actor system the Comm's endpoint actors
+// live in. Layers that own per-Comm actors (the GPU ring proxies, the
+// mailbox actors) spawn them here, so one supervision tree and one
+// shutdown cover them; it stops at Close.
+func (c *Comm) ActorSystem() *actor.ActorSystem { return c.system }
+
+// SignalWords returns this rank's signal value words, little-endian uint64
+// at byte offset 8*s for signal s, for layers that must map them elsewhere
+// (transport/gpu registers them with the GPU so kernels wait on gin's own
+// signals). Load them with acquire ordering only; change them only through
+// gin (puts, ResetSignal). Valid until Close.
+func (c *Comm) SignalWords() []byte { return c.signals.Bytes()[:8*c.cfg.Signals] }
+
 // Faults returns the QP faults the endpoints' supervisor recorded.
 func (c *Comm) Faults() []endpoint.Fault { return c.eps.Faults() }
 

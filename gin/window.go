@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/rdmactor/rdmactor/transport/rdma"
 )
@@ -26,6 +27,7 @@ type Window struct {
 	size    int
 	mr      rdma.MemoryRegion
 	remotes []rdma.RemoteRegion // by world rank, including this rank
+	closing atomic.Bool
 }
 
 // Size is the window's length in bytes on every rank.
@@ -111,6 +113,24 @@ func (c *Comm) register(ctx context.Context, size int, flags WindowFlags) (*Wind
 	return w, nil
 }
 
+// Close deregisters the window on every rank (ncclCommWindowDeregister).
+// Collective: after a barrier (no rank still puts into it), each rank drops
+// its imports and frees its part. Puts naming the window afterwards fail
+// with ErrClosed.
+func (w *Window) Close(ctx context.Context) error {
+	c := w.c
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	if !w.closing.CompareAndSwap(false, true) {
+		return fmt.Errorf("window already closed: %w", ErrClosed)
+	}
+	if err := c.Barrier(ctx); err != nil {
+		return fmt.Errorf("close window: %w", err)
+	}
+	return w.close()
+}
+
 func (w *Window) close() error {
 	var errs []error
 	for _, r := range w.remotes {
@@ -126,6 +146,9 @@ func (w *Window) close() error {
 func (w *Window) bounds(what string, off, n int) error {
 	if w == nil {
 		return fmt.Errorf("%s: nil window: %w", what, ErrBadArgument)
+	}
+	if w.closing.Load() {
+		return fmt.Errorf("%s: window closed: %w", what, ErrClosed)
 	}
 	if !rdma.InBounds(off, n, w.size) {
 		return fmt.Errorf("%s: offset %d + %d bytes outside window of %d bytes: %w", what, off, n, w.size, ErrOutOfBounds)

@@ -59,6 +59,7 @@ func Run(t *testing.T, f Factory) {
 	t.Run("Waits", func(t *testing.T) { testWaits(t, f) })
 	t.Run("Loopback", func(t *testing.T) { testLoopback(t, f) })
 	t.Run("Concurrency", func(t *testing.T) { testConcurrency(t, f) })
+	t.Run("WindowClose", func(t *testing.T) { testWindowClose(t, f) })
 }
 
 // scale picks an iteration count: n normally, small under the race
