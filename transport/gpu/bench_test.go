@@ -31,7 +31,9 @@ import (
 //     over shm): ping-pong of 8-byte puts (us/rt) and the message rate of
 //     8-byte putValues (Mmsg/s).
 //
-// RDMACTOR_BENCH_BLOCKS overrides the put kernel's block count.
+// RDMACTOR_BENCH_BLOCKS overrides the put kernel's block count;
+// RDMACTOR_BENCH_VA_SIGNALS=1 runs BenchmarkProxy with device signals as VA
+// signals of a window (the fallback) instead of gin's own signals.
 
 func benchSource(b testing.TB) string {
 	return kernelSource(b, "bench.cu")
@@ -229,7 +231,12 @@ func BenchmarkLSAPingPong(b *testing.B) {
 
 func BenchmarkProxy(b *testing.B) {
 	gputest.SkipIfNoGPU(b)
+	if os.Getenv("RDMACTOR_BENCH_VA_SIGNALS") == "1" {
+		gpu.SetVASignalsOnly(true)
+		defer gpu.SetVASignalsOnly(false)
+	}
 	br := newBenchRanks(b, gpu.PathProxy, []int{0, 0}, 4096)
+	require.Equal(b, os.Getenv("RDMACTOR_BENCH_VA_SIGNALS") != "1", br.gs[0].GinSignals())
 	b.Run("pingpong", func(b *testing.B) {
 		iters := max(b.N, 200)
 		ns := br.both(b, "pingpong", 1, 1, int32(iters), int32(0), br.sig0)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rdmactor/rdmactor/gin"
 	"github.com/rdmactor/rdmactor/internal/memword"
 	"github.com/rdmactor/rdmactor/transport/gpu/cuda"
@@ -20,6 +21,9 @@ import (
 //
 // A Comm is safe for concurrent use; calls marked collective are made by
 // every rank in the same order.
+//
+// Lock order: mu -> life; faultMu is a leaf. No lock is held while a
+// proxy actor runs, and only mu across collective calls (RegisterWindow).
 type Comm struct {
 	gc     *gin.Comm
 	cfg    Config
@@ -30,7 +34,6 @@ type Comm struct {
 	dev    cuda.Device
 	ctx    *cuda.Context
 	stream *cuda.Stream
-	xchg   *exchanger
 	infos  []rankInfo
 
 	peerCtxs []*cuda.Context  // retained: same-process peers on other devices
@@ -44,14 +47,24 @@ type Comm struct {
 	shadows   cuda.DevicePtr // barrier epochs, one word per signal
 	signals   words          // this rank's signal words (device or host-mapped)
 	counters  words
-	sigWin    *gin.Window // proxy: the gin window holding the signal words
-	rings     []*proxyRing
-	dc        DevComm
+	// sigWin is set only where gin's signal words cannot be mapped into the
+	// device (not page-aligned): device signals are then VA signals of this
+	// window (proxy path fallback, no SignalInc/SignalAdd mixing check).
+	sigWin *gin.Window
+	rings  []*proxyRing
+	sup    *actor.PID // proxy path: the rings' supervisor, in gc.ActorSystem()
+	dc     DevComm
 
-	mu       sync.Mutex // guards windows (appends) and closing
-	windows  atomic.Pointer[[]*Window]
-	closed   atomic.Bool
+	mu      sync.Mutex // guards windows (appends) and closing
+	windows atomic.Pointer[[]*Window]
+	closed  atomic.Bool
+	// life orders Close against the peer-lost callback, which touches the
+	// abort flag's pinned memory: it sets closed, or sees it set, under it.
+	life     sync.Mutex
 	proxyErr atomic.Pointer[ProxyError]
+	lost     atomic.Pointer[error]
+	faultMu  sync.Mutex // guards faults
+	faults   []*ProxyError
 }
 
 // New builds rank gc.Rank()'s GPU side over gc. Collective: every rank of
@@ -65,7 +78,7 @@ type Comm struct {
 // memory. A rank that fails leaves the others waiting in the exchange
 // until ctx ends: give ctx a deadline.
 func New(ctx context.Context, gc *gin.Comm, cfg Config) (_ *Comm, err error) {
-	if err := cfg.setDefaults(gc.ContextCount()); err != nil {
+	if err := cfg.setDefaults(gc.ContextCount(), gc.Signals()); err != nil {
 		return nil, err
 	}
 	if err := cuda.Load(); err != nil {
@@ -82,9 +95,6 @@ func New(ctx context.Context, gc *gin.Comm, cfg Config) (_ *Comm, err error) {
 	if err := g.openDevice(); err != nil {
 		return nil, err
 	}
-	if g.xchg, err = newExchanger(ctx, gc); err != nil {
-		return nil, err
-	}
 	if err := g.choosePath(ctx); err != nil {
 		return nil, err
 	}
@@ -99,6 +109,7 @@ func New(ctx context.Context, gc *gin.Comm, cfg Config) (_ *Comm, err error) {
 	if err != nil {
 		return nil, err
 	}
+	gc.OnPeerLost(func(_ int, err error) { g.peerLost(err) })
 	return g, nil
 }
 
@@ -143,7 +154,7 @@ func (g *Comm) choosePath(ctx context.Context) error {
 		return err
 	}
 	me := rankInfo{PID: os.Getpid(), Host: host, BusID: bus, Ordinal: g.dev.Ordinal()}
-	all, err := g.xchg.allGatherJSON(ctx, me)
+	all, err := allGatherJSON(ctx, g.gc, me)
 	if err != nil {
 		return err
 	}
@@ -154,7 +165,7 @@ func (g *Comm) choosePath(ctx context.Context) error {
 		}
 	}
 	why := g.canMapAll(me)
-	votes, err := g.xchg.allGatherJSON(ctx, why)
+	votes, err := allGatherJSON(ctx, g.gc, why)
 	if err != nil {
 		return err
 	}
@@ -253,7 +264,8 @@ func (g *Comm) setupLSA(ctx context.Context) error {
 		return err
 	}
 	g.counters = devWords{g.ctx, ctr}
-	peers, err := g.shareAlloc(ctx, sig, 8*g.nsig)
+	peers, opened, err := g.shareAlloc(ctx, sig, 8*g.nsig, nil)
+	g.opened = append(g.opened, opened...)
 	if err != nil {
 		return err
 	}
@@ -265,20 +277,47 @@ func (g *Comm) setupLSA(ctx context.Context) error {
 	return nil
 }
 
-// setupProxy: signal words in a gin window (so the CPU proxies of peers
-// add to them with VA signals), mapped into the device; counters and rings
-// in pinned host memory; one proxy goroutine per ring.
+// vaSignalsOnly makes setupProxy take the VA-signal fallback whatever the
+// alignment of gin's signal words (tests of the fallback).
+var vaSignalsOnly = false
+
+// setupProxy: device signals are gin's own indexed signals, device signal s
+// being gin signal s: gin.Comm.SignalWords registered with the device
+// (cuMemHostRegister) so kernels poll the words peers' proxies add to with
+// gin.SignalInc and gin.SignalAdd, and gin's SignalInc/SignalAdd mixing
+// check applies to kernels' signals too. Registration takes whole pages,
+// so the words must start on a page (the shm and ofi providers map their
+// regions); where they do not, device signals fall back to VA signals of a
+// gin window of their own (StrictOrdering), without the mixing check.
+// Counters and rings live in pinned host memory; one proxy actor per ring.
 func (g *Comm) setupProxy(ctx context.Context) error {
-	var err error
-	if g.sigWin, err = g.gc.RegisterWindow(ctx, pageRound(8*g.nsig), gin.StrictOrdering); err != nil {
-		return fmt.Errorf("signal window: %w", err)
-	}
-	reg, err := g.ctx.HostRegister(g.sigWin.Bytes())
+	words := g.gc.SignalWords()
+	aligned := cuda.CanHostRegister(words)
+	// Collective (the fallback registers a window): every rank must choose
+	// the same.
+	votes, err := allGatherJSON(ctx, g.gc, aligned && !vaSignalsOnly)
 	if err != nil {
-		return fmt.Errorf("map signal window: %w", err)
+		return err
+	}
+	useGin := true
+	for _, v := range votes {
+		var ok bool
+		if err := unmarshal(v, &ok); err != nil || !ok {
+			useGin = false
+		}
+	}
+	if !useGin {
+		if g.sigWin, err = g.gc.RegisterWindow(ctx, pageRound(8*g.nsig), gin.StrictOrdering); err != nil {
+			return fmt.Errorf("signal window: %w", err)
+		}
+		words = g.sigWin.Bytes()
+	}
+	reg, err := g.ctx.HostRegister(words)
+	if err != nil {
+		return fmt.Errorf("map signal words: %w", err)
 	}
 	g.hosts = append(g.hosts, reg)
-	g.signals = hostWords{g.sigWin.Bytes()}
+	g.signals = hostWords{words}
 	ctr, err := g.hostAlloc(8 * max(g.cfg.Counters, 1))
 	if err != nil {
 		return err
@@ -298,11 +337,15 @@ func (g *Comm) setupProxy(ctx context.Context) error {
 		return err
 	}
 	g.dc = g.devComm(devPathProxy, uint64(reg.Dev()), 0, uint64(ctr.Dev()), uint64(table))
-	for _, r := range g.rings {
-		go r.run()
-	}
-	return nil
+	return g.startProxies()
 }
+
+// GinSignals reports whether device signals are gin's own indexed signals
+// (device signal s is gin signal s: the proxy path, where gin's signal
+// words could be mapped into the device), so Go code may signal and wait
+// on them with gin's calls. It is false on the LSA path (device memory)
+// and on the proxy path's VA-signal fallback.
+func (g *Comm) GinSignals() bool { return g.path == PathProxy && g.sigWin == nil }
 
 func (g *Comm) devComm(path int32, signals, peerSignals, counters, rings uint64) DevComm {
 	return devComm{
@@ -338,35 +381,57 @@ func (g *Comm) enablePeers() error {
 	return nil
 }
 
-// shareAlloc exchanges device allocation p (size bytes, from devAlloc)
-// with every rank and returns each rank's allocation as mapped here: the
-// peer's own pointer within this process, a CUDA IPC mapping across
-// processes.
-func (g *Comm) shareAlloc(ctx context.Context, p cuda.DevicePtr, size int) ([]uint64, error) {
+// shareAlloc exchanges device allocation p (size bytes) with every rank
+// and returns each rank's allocation as mapped here: the peer's own
+// pointer within this process, a CUDA IPC mapping across processes.
+// Collective: a rank whose allocation failed passes its error as failed
+// and still takes part, and then every rank fails (with what failed
+// where), so none waits for it.
+//
+// It returns the IPC mappings it opened (to close with the allocation)
+// even when it fails; a failure to map a peer's memory is this rank's
+// alone (RegisterWindow votes on it).
+func (g *Comm) shareAlloc(ctx context.Context, p cuda.DevicePtr, size int, failed error) (_ []uint64, opened []cuda.DevicePtr, _ error) {
 	me := sharedAlloc{PID: os.Getpid(), Ptr: uint64(p), Size: size}
 	for _, info := range g.infos {
-		if info.PID != me.PID { // some rank needs a CUDA IPC handle
+		if failed == nil && info.PID != me.PID { // some rank needs a CUDA IPC handle
 			h, err := g.ctx.IPCGetHandle(p)
 			if err != nil {
-				return nil, err
+				failed = err
+				break
 			}
 			me.Handle = h.Reserved[:]
 			break
 		}
 	}
-	all, err := g.xchg.allGatherJSON(ctx, me)
+	if failed != nil {
+		me.Err = failed.Error()
+	}
+	all, err := allGatherJSON(ctx, g.gc, me)
 	if err != nil {
-		return nil, err
+		return nil, nil, errors.Join(failed, err)
+	}
+	peers := make([]sharedAlloc, len(all))
+	var errs []error
+	for r, b := range all {
+		if err := unmarshal(b, &peers[r]); err != nil {
+			errs = append(errs, fmt.Errorf("rank %d's allocation: %w", r, err))
+			continue
+		}
+		switch s := peers[r]; {
+		case r == g.rank && failed != nil:
+			errs = append(errs, failed)
+		case s.Err != "":
+			errs = append(errs, fmt.Errorf("rank %d: %s: %w", r, s.Err, ErrPeerFailed))
+		case s.Size != size:
+			errs = append(errs, fmt.Errorf("rank %d registers %d bytes, this rank %d: %w", r, s.Size, size, ErrBadArgument))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, nil, errors.Join(errs...)
 	}
 	out := make([]uint64, g.size)
-	for r, b := range all {
-		var s sharedAlloc
-		if err := unmarshal(b, &s); err != nil {
-			return nil, fmt.Errorf("rank %d's allocation: %w", r, err)
-		}
-		if s.Size != size {
-			return nil, fmt.Errorf("rank %d registers %d bytes, this rank %d: %w", r, s.Size, size, ErrBadArgument)
-		}
+	for r, s := range peers {
 		switch {
 		case r == g.rank || s.PID == os.Getpid():
 			out[r] = s.Ptr
@@ -375,13 +440,13 @@ func (g *Comm) shareAlloc(ctx context.Context, p cuda.DevicePtr, size int) ([]ui
 			copy(h.Reserved[:], s.Handle)
 			q, err := g.ctx.IPCOpen(h)
 			if err != nil {
-				return nil, fmt.Errorf("map rank %d's memory: %w", r, err)
+				return nil, opened, fmt.Errorf("map rank %d's memory: %w", r, err)
 			}
-			g.opened = append(g.opened, q)
+			opened = append(opened, q)
 			out[r] = uint64(q)
 		}
 	}
-	return out, nil
+	return out, opened, nil
 }
 
 type sharedAlloc struct {
@@ -389,6 +454,7 @@ type sharedAlloc struct {
 	Ptr    uint64 `json:"ptr"`
 	Size   int    `json:"size"`
 	Handle []byte `json:"ipc"`
+	Err    string `json:"err,omitempty"` // the rank's allocation failed
 }
 
 // Allocation helpers: everything they return is released by Close.
@@ -461,12 +527,43 @@ func (g *Comm) ClearAbort() { g.abortWord.Store(0) }
 // Aborted reports whether the abort flag is set.
 func (g *Comm) Aborted() bool { return g.abortWord.Load() != 0 }
 
-// Err is the first proxy failure, or nil.
+// Err is the first proxy failure (a *ProxyError: a WQE gin refused, a
+// torn ring, a lost peer), or on the LSA path the lost-peer error of the
+// gin.Comm, or nil. Either set the abort flag when they happened.
 func (g *Comm) Err() error {
 	if e := g.proxyErr.Load(); e != nil {
 		return e
 	}
+	if e := g.lost.Load(); e != nil {
+		return *e
+	}
 	return nil
+}
+
+// Faults returns the proxy failures the rings' supervisor recorded, in
+// order: each stopped its ring's proxy actor (a failed ring is not
+// restarted: its kernel side may hold a reservation never published; make
+// a new Comm). Empty on the LSA path and while every proxy runs.
+func (g *Comm) Faults() []*ProxyError {
+	g.faultMu.Lock()
+	defer g.faultMu.Unlock()
+	return append([]*ProxyError(nil), g.faults...)
+}
+
+// peerLost is gin's notice of a lost rank: kernels waiting for it would
+// wait until their Wait's deadline, so abort them now; on the proxy path
+// every ring fails too (gin refuses every later post).
+func (g *Comm) peerLost(err error) {
+	g.life.Lock()
+	defer g.life.Unlock()
+	if g.closed.Load() {
+		return
+	}
+	g.lost.CompareAndSwap(nil, &err)
+	g.Abort()
+	for _, r := range g.rings {
+		r.fault(err)
+	}
 }
 
 // DeviceError returns the first error a kernel of this rank recorded (a
@@ -486,14 +583,19 @@ func (g *Comm) DeviceError() error {
 	return &DeviceError{Code: uint32(v >> 32), Detail: uint32(v)}
 }
 
-// Close stops the proxies and frees every device-side object of this rank.
-// It is local: call it once no kernel of any rank uses this rank's memory
-// (after a gin barrier). The gin.Comm and its windows stay open; the
-// caller closes them.
+// Close stops the proxies and frees every device-side object of this rank,
+// windows included (their host registrations, device memory and IPC
+// mappings). It is local: call it once no kernel of any rank uses this
+// rank's memory (after a gin barrier). The gin.Comm stays open, and so do
+// the gin windows of proxy-path windows not closed with Window.Close: the
+// gin.Comm's Close releases them; close this Comm first.
 func (g *Comm) Close() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if !g.closed.CompareAndSwap(false, true) {
+	g.life.Lock()
+	first := g.closed.CompareAndSwap(false, true)
+	g.life.Unlock()
+	if !first {
 		return nil
 	}
 	return g.release()
@@ -501,17 +603,14 @@ func (g *Comm) Close() error {
 
 // release frees what New and RegisterWindow allocated, in reverse.
 func (g *Comm) release() error {
-	var errs []error
-	for _, r := range g.rings {
-		r.stopAndWait()
-	}
+	errs := []error{g.stopProxies()}
 	if ws := g.windows.Load(); ws != nil {
 		for _, w := range *ws {
 			errs = append(errs, w.release())
 		}
 	}
 	if g.ctx == nil {
-		return nil
+		return errors.Join(errs...)
 	}
 	for _, p := range g.opened {
 		errs = append(errs, g.ctx.IPCClose(p))

@@ -52,11 +52,17 @@ type Config struct {
 	// gin LSA team modulo the number of GPUs (one GPU per local rank, as
 	// torchrun's LOCAL_RANK).
 	Device *int
-	// Signals is the number of device signals per rank; default 64.
+	// Signals is the number of device signals per rank; default: the
+	// gin.Comm's signals less Barriers (32 of gin's default 64). Device
+	// signal s is gin signal s (the proxy path signals with gin's own
+	// words; on LSA they are device memory, same indices), and barriers
+	// take the next Barriers indices, so Signals+Barriers may not exceed
+	// the gin.Comm's Signals().
 	Signals int
 	// Counters is the number of device counters per rank; default 64.
 	Counters int
-	// Barriers is the number of BarrierSession indices; default 32.
+	// Barriers is the number of BarrierSession indices; default 32, or
+	// half the gin.Comm's signals if that is less.
 	Barriers int
 	// Contexts is the number of proxy rings (one per gin context used);
 	// default, and at most, the gin.Comm's ContextCount().
@@ -69,15 +75,15 @@ type Config struct {
 	AbortGrace time.Duration
 }
 
-func (c *Config) setDefaults(ginContexts int) error {
+func (c *Config) setDefaults(ginContexts, ginSignals int) error {
+	if c.Barriers == 0 {
+		c.Barriers = min(32, ginSignals/2)
+	}
 	if c.Signals == 0 {
-		c.Signals = 64
+		c.Signals = ginSignals - c.Barriers
 	}
 	if c.Counters == 0 {
 		c.Counters = 64
-	}
-	if c.Barriers == 0 {
-		c.Barriers = 32
 	}
 	if c.Contexts == 0 {
 		c.Contexts = ginContexts
@@ -93,6 +99,9 @@ func (c *Config) setDefaults(ginContexts int) error {
 		return fmt.Errorf("gpu config: path %v: %w", c.Path, ErrBadArgument)
 	case c.Signals < 0 || c.Counters < 0 || c.Barriers < 0 || c.Signals+c.Barriers > 1<<20 || c.Counters > 1<<20:
 		return fmt.Errorf("gpu config: %d signals, %d barriers, %d counters: %w", c.Signals, c.Barriers, c.Counters, ErrBadArgument)
+	case c.Signals+c.Barriers > ginSignals:
+		return fmt.Errorf("gpu config: %d signals + %d barriers need %d gin signals, the gin comm has %d (raise gin.Config.Signals): %w",
+			c.Signals, c.Barriers, c.Signals+c.Barriers, ginSignals, ErrBadArgument)
 	case c.Contexts < 1 || c.Contexts > ginContexts:
 		return fmt.Errorf("gpu config: %d contexts, the gin comm has %d: %w", c.Contexts, ginContexts, ErrBadArgument)
 	case c.RingDepth < 32 || c.RingDepth&(c.RingDepth-1) != 0 || c.RingDepth > 1<<20:

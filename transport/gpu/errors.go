@@ -17,6 +17,10 @@ var (
 	ErrNotSupported = gin.ErrNotSupported
 	// ErrClosed is returned by calls after Comm.Close.
 	ErrClosed = errors.New("gpu comm closed")
+	// ErrPeerFailed is returned by the collective calls (RegisterWindow) on
+	// the ranks whose own part worked when another rank's failed: every
+	// rank undid its part.
+	ErrPeerFailed = errors.New("another rank failed its part")
 	// ErrAborted is returned by Wait when the host aborted the kernel
 	// (Abort, or the context given to Wait ended).
 	ErrAborted = errors.New("kernel aborted")
@@ -60,8 +64,9 @@ func (e *DeviceError) Unwrap() error {
 }
 
 // ProxyError is a WQE the CPU proxy could not post (gin refused it, or the
-// ring was torn). The proxy stops and sets the abort flag, so kernels
-// waiting on the ring return.
+// ring was torn), or a lost peer that failed the ring. The proxy actor sets
+// the abort flag, so kernels waiting on the ring return, and fails: its
+// supervisor records the error (Comm.Faults) and stops it.
 type ProxyError struct {
 	Context int    // ring (gin context) index
 	Seq     uint64 // the WQE's ring sequence

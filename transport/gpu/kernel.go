@@ -49,8 +49,8 @@ var waitIdle = idle.Strategy{Spins: 0, Yields: 16, MinSleep: 5 * time.Microsecon
 // ctx ends first, it sets the abort flag (every wait of the kernels
 // returns false), gives the kernels Config.AbortGrace to return, and
 // returns an error wrapping ErrAborted and ctx's error. A kernel fault is
-// the driver's *cuda.Error; a proxy failure is the *ProxyError. The abort
-// flag stays set (ClearAbort).
+// the driver's *cuda.Error; a proxy failure is the *ProxyError, a lost
+// peer gin's error (Err). The abort flag stays set (ClearAbort).
 func (g *Comm) Wait(ctx context.Context) error {
 	b := idle.New(waitIdle)
 	var aborted time.Time
@@ -64,12 +64,12 @@ func (g *Comm) Wait(ctx context.Context) error {
 			if !aborted.IsZero() {
 				errs = append(errs, fmt.Errorf("%w: %w", ErrAborted, context.Cause(ctx)))
 			}
-			if e := g.proxyErr.Load(); e != nil {
+			if e := g.Err(); e != nil {
 				errs = append(errs, e)
 			}
 			return errors.Join(errs...)
 		}
-		if aborted.IsZero() && (ctx.Err() != nil || g.proxyErr.Load() != nil) {
+		if aborted.IsZero() && (ctx.Err() != nil || g.Err() != nil) {
 			g.Abort()
 			aborted = time.Now()
 		}

@@ -188,7 +188,7 @@ func newLocal(t testing.TB, n int, path gpu.Path, devices []int) []*gpu.Comm {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), caseTimout)
 	defer cancel()
-	gcs, err := gin.NewLocal(ctx, n, gin.Config{Signals: 8})
+	gcs, err := gin.NewLocal(ctx, n, gin.Config{})
 	require.NoError(t, err)
 	gs := make([]*gpu.Comm, n)
 	errs := make([]error, n)
@@ -287,7 +287,7 @@ func roleRunCase() error {
 	if err != nil {
 		return err
 	}
-	gc, err := gin.Init(ctx, gin.Config{Signals: 8})
+	gc, err := gin.Init(ctx, gin.Config{})
 	if err != nil {
 		return err
 	}
@@ -375,4 +375,53 @@ func TestDeviceErrors(t *testing.T) {
 	assert.ErrorIs(t, err, gin.ErrOutOfBounds)
 	assert.Equal(t, uint32(4092), de.Detail)
 	assert.NoError(t, g.DeviceError(), "reading clears it")
+}
+
+// TestProxyMixedSignals: on the proxy path device signals are gin's own,
+// so gin's rule that a signal takes SignalInc or SignalAdd between resets,
+// not both, covers kernels: the mix fails rank 0's proxy, its supervisor
+// records the fault, and the abort it sets makes rank 0's kernel return
+// from a wait nobody would end.
+func TestProxyMixedSignals(t *testing.T) {
+	gputest.SkipIfNoGPU(t)
+	gs := newLocal(t, 2, gpu.PathProxy, []int{0, 0})
+	require.True(t, gs[0].GinSignals(), "gin's signal words are mapped into the device")
+	ctx, cancel := context.WithTimeout(context.Background(), caseTimout)
+	defer cancel()
+	res := make([][]byte, 2)
+	runErrs := make([]error, 2)
+	parallelRanks(t, gs, func(r int, g *gpu.Comm) error {
+		mod, err := g.Load("semantics.cu", semanticsSource())
+		if err != nil {
+			return err
+		}
+		defer mod.Close()
+		f, err := mod.Function("mixed_signals")
+		if err != nil {
+			return err
+		}
+		out, err := g.Context().MemAlloc(64)
+		if err != nil {
+			return err
+		}
+		defer g.Context().MemFree(out)
+		if err := g.Gin().Barrier(ctx); err != nil { // setup done on both ranks (one CUDA context)
+			return err
+		}
+		runErrs[r] = g.Run(ctx, f, cuda.Dim3{X: 1}, cuda.Dim3{X: 1}, 0, g.DevComm(), out)
+		res[r] = make([]byte, 32)
+		if err := g.Context().CopyFromDevice(res[r], out); err != nil {
+			return err
+		}
+		return g.Gin().Barrier(ctx) // no rank frees while the other's kernel runs
+	})
+	assert.ErrorIs(t, runErrs[0], gin.ErrMixedSignalOps)
+	assert.NoError(t, runErrs[1])
+	assert.Equal(t, uint64(1), le(res[0], 2), "rank 0's wait returned false (aborted)")
+	assert.Equal(t, uint64(0), le(res[1], 2), "rank 1 got its SignalInc")
+	assert.Equal(t, uint64(1), le(res[1], 3), "the refused SignalAdd did not land")
+	fs := gs[0].Faults()
+	require.Len(t, fs, 1)
+	assert.ErrorIs(t, fs[0], gin.ErrMixedSignalOps)
+	assert.Empty(t, gs[1].Faults())
 }

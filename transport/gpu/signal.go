@@ -108,12 +108,23 @@ func (g *Comm) WaitSignal(ctx context.Context, s gin.Signal, least uint64, bits 
 }
 
 // ResetSignal sets device signal s and its barrier shadow to 0; it may not
-// race with peers signalling s.
+// race with peers signalling s. Where device signals are gin's
+// (GinSignals), it is gin's ResetSignal, which also clears the signal's
+// SignalInc/SignalAdd mode: the only reset that does (a kernel's
+// resetSignal clears the value only).
 func (g *Comm) ResetSignal(s gin.Signal) error {
 	if err := g.signalIndex(s); err != nil {
 		return err
 	}
-	if err := g.signals.store(int(s), 0); err != nil {
+	if g.GinSignals() {
+		x, err := g.gc.Context(0)
+		if err != nil {
+			return err
+		}
+		if err := x.ResetSignal(s); err != nil {
+			return err
+		}
+	} else if err := g.signals.store(int(s), 0); err != nil {
 		return err
 	}
 	return devWords{g.ctx, g.shadows}.store(int(s), 0)
@@ -168,20 +179,28 @@ func (g *Comm) waitWord(ctx context.Context, w words, i int, least uint64, bits,
 	}
 }
 
-// SignalAction is the gin remote action that adds to device signal s of a
-// peer from Go, on the proxy path, where device signals are VA signals of
-// a gin window: x.Put(..., g.SignalAction(s, 1)) lands where kernels wait.
-// On the LSA path it returns ErrNotSupported (device signals are device
-// memory; signal them from a kernel).
-func (g *Comm) SignalAction(s gin.Signal, add uint64) (gin.RemoteAction, error) {
+// SignalInc is the gin remote action that adds 1 to device signal s of a
+// peer from Go, as a kernel's SignalInc{s} does: on the proxy path,
+// gin.SignalInc(s) (device signal s is gin signal s, see GinSignals; the
+// two are interchangeable), or in the VA-signal fallback a VA signal of
+// the signal window. x.Put(..., g.SignalInc(s)) lands where kernels wait.
+// On the LSA path it returns ErrNotSupported: device signals are device
+// memory there; signal them from a kernel.
+func (g *Comm) SignalInc(s gin.Signal) (gin.RemoteAction, error) { return g.hostSignal(s, true, 1) }
+
+// SignalAdd is SignalInc for SignalAdd{s, v}: gin.SignalAdd(s, v) on the
+// proxy path. Between two resets, a signal takes SignalInc or SignalAdd,
+// not both (gin.ErrMixedSignalOps).
+func (g *Comm) SignalAdd(s gin.Signal, v uint64) (gin.RemoteAction, error) {
+	return g.hostSignal(s, false, v)
+}
+
+func (g *Comm) hostSignal(s gin.Signal, inc bool, v uint64) (gin.RemoteAction, error) {
 	if err := g.signalIndex(s); err != nil {
 		return gin.None, err
 	}
 	if g.path != PathProxy {
 		return gin.None, fmt.Errorf("host-side signal on the %v path: %w", g.path, ErrNotSupported)
 	}
-	if add == 1 {
-		return gin.VASignalInc(g.sigWin, 8*int(s)), nil
-	}
-	return gin.VASignalAdd(g.sigWin, 8*int(s), add), nil
+	return g.remoteAction(s, inc, v), nil
 }

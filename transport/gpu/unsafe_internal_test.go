@@ -11,3 +11,7 @@ import (
 func fakeDeviceBytes(p cuda.DevicePtr, n int) []byte {
 	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(nil), uintptr(p))), n)
 }
+
+// addrOf is the address of b[0], as the fake driver's device pointers
+// name host memory.
+func addrOf(b []byte) uint64 { return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b)))) }

@@ -105,6 +105,12 @@ func (c *Context) HostAlloc(n int) (*HostMem, error) {
 	return h, nil
 }
 
+// CanHostRegister reports whether b meets HostRegister's requirement on
+// the buffer itself: non-empty and starting on a page boundary.
+func CanHostRegister(b []byte) bool {
+	return len(b) > 0 && uintptr(sliceData(b))%uintptr(os.Getpagesize()) == 0
+}
+
 // HostRegister page-locks b and maps it into the device address space
 // (cuMemHostRegister_v2 with PORTABLE|DEVICEMAP), so kernels address it by
 // Dev. b must start on a page boundary and stay mapped until Close (a
@@ -113,7 +119,7 @@ func (c *Context) HostAlloc(n int) (*HostMem, error) {
 func (c *Context) HostRegister(b []byte) (*HostMem, error) {
 	page := os.Getpagesize()
 	p := sliceData(b)
-	if len(b) == 0 || uintptr(p)%uintptr(page) != 0 {
+	if !CanHostRegister(b) {
 		return nil, fmt.Errorf("cuda: register %d host bytes at %p: want a non-empty, page-aligned buffer", len(b), p)
 	}
 	n := (len(b) + page - 1) / page * page

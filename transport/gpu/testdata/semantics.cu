@@ -294,3 +294,23 @@ extern "C" __global__ void bad_calls(const __grid_constant__ DevComm comm, Windo
   gin.signal(world, 0, SignalInc{(Signal)comm.nSignals});   // no such signal
   res[3] = 1;
 }
+
+// mixed_signals (proxy path): rank 0 signals rank 1's signal 7 with
+// SignalInc, then with SignalAdd, a mix gin refuses between resets: rank
+// 0's proxy fails and sets the abort flag, so rank 0's wait on signal 8,
+// which nobody signals, returns false. Rank 1 waits for the SignalInc and
+// reports its signal's value (the refused add never lands).
+extern "C" __global__ void mixed_signals(const __grid_constant__ DevComm comm, unsigned long long* res) {
+  Gin gin(comm, 0);
+  Team world = teamWorld(comm);
+  bool ok;
+  if (comm.rank == 0) {
+    gin.signal(world, 1, SignalInc{7});
+    gin.signal(world, 1, SignalAdd{7, 2});
+    ok = gin.waitSignal(CoopThread{}, 8, 1);
+  } else {
+    ok = gin.waitSignal(CoopThread{}, 7, 1);
+    res[3] = gin.readSignal(7, 64);
+  }
+  res[2] = ok ? 0 : 1;
+}

@@ -29,7 +29,9 @@
 //    order and rings the doorbell by storing the producer index (seed 003).
 //    A CPU proxy of the owning rank drains the ring and posts each WQE on
 //    the CPU provider (shm, ofi); it ticks counters on completion, and
-//    remote signals land in host-mapped words the target kernel polls.
+//    remote signals are the target rank's gin signals: they land in gin's
+//    own signal words, mapped into the target's device, which its kernels
+//    poll.
 //
 // Caller duties:
 //  1. Every thread of a coop argument calls the function with equal
@@ -38,7 +40,9 @@
 //  2. Between two resets a signal sees only SignalInc or only SignalAdd
 //     (ncclGin_SignalInc: "may not be mixed with other signal-modifying
 //     operations without an intervening signal reset"). Not checked on the
-//     device.
+//     device; on the proxy path gin checks it at the target (the proxy
+//     fails with gin.ErrMixedSignalOps and aborts the kernel), on LSA
+//     nothing does.
 //  3. resetSignal/resetCounter "may not race with concurrent
 //     modifications" (gin.h): reset when no peer can be signalling.
 //  4. A put's source may change only after flush() returned or its
@@ -162,7 +166,10 @@ class Gin {
   // false when the host aborted.
   template <typename Coop>
   __device__ bool waitSignal(Coop coop, Signal s, u64 least, int bits = 64);
-  // resetSignal sets s to 0 (ncclGin::resetSignal; duty 3).
+  // resetSignal sets s to 0 (ncclGin::resetSignal; duty 3). On the proxy
+  // path it clears the value, not gin's record of the signal's mode: to
+  // switch s between SignalInc and SignalAdd there, reset it from the host
+  // (gpu.Comm.ResetSignal).
   __device__ void resetSignal(Signal s);
 
   // Counters: local, 56 bits, ticked by CounterInc (ncclGin::*Counter).

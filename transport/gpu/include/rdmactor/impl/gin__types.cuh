@@ -24,7 +24,7 @@ struct DevComm {
   int nCounters;    // 20
   int nBarriers;    // 24
   int nContexts;    // 28 proxy rings
-  u64 signals;      // 32 u64[nSignals+nBarriers]: this rank's signal words
+  u64 signals;      // 32 u64[nSignals+nBarriers]: this rank's signal words (proxy: gin's)
   u64 peerSignals;  // 40 LSA: u64[size], each rank's signal words mapped here
   u64 counters;     // 48 u64[nCounters]
   u64 shadows;      // 56 u64[nSignals+nBarriers], device memory, owner only
