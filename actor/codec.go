@@ -1,0 +1,365 @@
+package actor
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+
+	"github.com/vmihailenco/msgpack/v5"
+	"google.golang.org/protobuf/proto"
+)
+
+// Frame kinds of the actor layer on the mailbox.
+const (
+	kindUser   = 1 // a user message to a local actor
+	kindSystem = 2 // Watch, Unwatch, Terminated, Stop to a local actor
+	kindNotice = 3 // the receiver could not deliver a message this rank sent
+	kindBye    = 4 // the sending rank's node is closing: it sends nothing after
+)
+
+// Body of a user or system frame (after the mailbox's 16-byte header):
+//
+//	flags   u8    fSender | fHeader | fValue | fProto
+//	target  str   the target PID's Id (its Address is the receiving rank)
+//	sender  pid   if fSender: str Address, str Id, uvarint RequestId
+//	header  map   if fHeader: uvarint n, then n × (str key, str value)
+//	type    str   registered name, or protobuf full name with fProto
+//	payload       msgpack (protobuf with fProto) of the message, to the end
+//
+// str is a uvarint length and that many bytes. A notice body is: target
+// pid, u8 flags (fSender), sender pid if fSender, type str, reason str.
+const (
+	fSender = 1 << iota // a sender PID follows the target
+	fHeader             // message headers follow
+	fValue              // deliver T, not *T
+	fProto              // payload is protobuf, type is its full name
+)
+
+// encoder builds frame bodies: a pooled buffer that a msgpack encoder
+// writes into, so a send allocates nothing of its own.
+type encoder struct {
+	buf []byte
+	mp  *msgpack.Encoder
+}
+
+// maxPooled bounds the buffers kept in the pool; bigger ones (after a
+// large message) are dropped, as NATS returns buffers to pools by cap.
+const maxPooled = 256 << 10
+
+var encoders = sync.Pool{New: func() any {
+	e := &encoder{buf: make([]byte, 0, 1024)}
+	e.mp = msgpack.NewEncoder(e)
+	return e
+}}
+
+func getEncoder() *encoder { return encoders.Get().(*encoder) }
+
+func putEncoder(e *encoder) {
+	if cap(e.buf) <= maxPooled {
+		e.buf = e.buf[:0]
+		encoders.Put(e)
+	}
+}
+
+// Write appends p (msgpack's io.Writer).
+func (e *encoder) Write(p []byte) (int, error) {
+	e.buf = append(e.buf, p...)
+	return len(p), nil
+}
+
+// WriteByte appends c (msgpack's io.ByteWriter, which spares it a wrapper).
+func (e *encoder) WriteByte(c byte) error {
+	e.buf = append(e.buf, c)
+	return nil
+}
+
+func (e *encoder) str(s string) {
+	e.buf = binary.AppendUvarint(e.buf, uint64(len(s)))
+	e.buf = append(e.buf, s...)
+}
+
+func (e *encoder) pid(p *PID) {
+	e.str(p.Address)
+	e.str(p.Id)
+	e.buf = binary.AppendUvarint(e.buf, uint64(p.RequestId))
+}
+
+// message encodes a user or system message body into e.buf.
+func (e *encoder) message(target, sender *PID, header map[string]string, msg any) error {
+	var flags byte
+	var name string
+	mt := (*registry.byType.Load())[reflect.TypeOf(msg)]
+	var pm proto.Message
+	switch {
+	case mt != nil:
+		name = mt.name
+		if reflect.TypeOf(msg).Kind() != reflect.Pointer {
+			flags |= fValue
+		}
+	default:
+		var ok bool
+		if pm, ok = msg.(proto.Message); !ok {
+			return fmt.Errorf("%T: %w (actor.RegisterMessage)", msg, ErrUnregistered)
+		}
+		name = string(pm.ProtoReflect().Descriptor().FullName())
+		flags |= fProto
+	}
+	if sender != nil {
+		flags |= fSender
+	}
+	if len(header) > 0 {
+		flags |= fHeader
+	}
+	e.buf = append(e.buf[:0], flags)
+	e.str(target.Id)
+	if sender != nil {
+		e.pid(sender)
+	}
+	if len(header) > 0 {
+		e.buf = binary.AppendUvarint(e.buf, uint64(len(header)))
+		for k, v := range header {
+			e.str(k)
+			e.str(v)
+		}
+	}
+	e.str(name)
+	if pm != nil {
+		var err error
+		if e.buf, err = (proto.MarshalOptions{}).MarshalAppend(e.buf, pm); err != nil {
+			return fmt.Errorf("encode %s: %w", name, err)
+		}
+		return nil
+	}
+	var err error
+	if mt.custom {
+		err = customEncoder(msg).EncodeMsgpack(e.mp)
+	} else {
+		err = e.mp.Encode(msg)
+	}
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", name, err)
+	}
+	return nil
+}
+
+// customEncoder returns msg (T or *T of a custom type) as its encoder. A T
+// value is copied to the heap to take its address; send *T to avoid that.
+func customEncoder(msg any) msgpack.CustomEncoder {
+	if ce, ok := msg.(msgpack.CustomEncoder); ok {
+		return ce
+	}
+	p := reflect.New(reflect.TypeOf(msg))
+	p.Elem().Set(reflect.ValueOf(msg))
+	return p.Interface().(msgpack.CustomEncoder)
+}
+
+// notice encodes a notice body into e.buf.
+func (e *encoder) notice(target, sender *PID, typeName, reason string) {
+	e.buf = e.buf[:0]
+	e.pid(target)
+	if sender != nil {
+		e.buf = append(e.buf, fSender)
+		e.pid(sender)
+	} else {
+		e.buf = append(e.buf, 0)
+	}
+	e.str(typeName)
+	e.str(reason)
+}
+
+// reader parses a body without allocating: strings come back as slices
+// of the body (valid while the frame is). The first malformed field sets
+// err; later reads return zero values.
+type reader struct {
+	b   []byte
+	err error
+}
+
+var errTruncated = errors.New("truncated body")
+
+func (r *reader) byte() byte {
+	if r.err != nil || len(r.b) == 0 {
+		r.fail()
+		return 0
+	}
+	c := r.b[0]
+	r.b = r.b[1:]
+	return c
+}
+
+func (r *reader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.fail()
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) str() []byte {
+	n := r.uvarint()
+	if r.err != nil || n > uint64(len(r.b)) {
+		r.fail()
+		return nil
+	}
+	s := r.b[:n:n]
+	r.b = r.b[n:]
+	return s
+}
+
+func (r *reader) fail() {
+	if r.err == nil {
+		r.err = errTruncated
+	}
+	r.b = nil
+}
+
+// wirePID is a PID as it lies in a body.
+type wirePID struct {
+	addr, id []byte
+	req      uint32
+}
+
+func (r *reader) pid() wirePID {
+	p := wirePID{addr: r.str(), id: r.str()}
+	req := r.uvarint()
+	if req > 1<<32-1 {
+		r.fail()
+	}
+	p.req = uint32(req)
+	return p
+}
+
+// wireMsg is a parsed user or system body.
+type wireMsg struct {
+	flags    byte
+	target   []byte
+	sender   wirePID
+	header   map[string]string
+	typeName []byte
+	payload  []byte
+}
+
+// parseMessage parses a user or system body.
+func parseMessage(b []byte) (wireMsg, error) {
+	r := reader{b: b}
+	var w wireMsg
+	w.flags = r.byte()
+	if w.flags&^(fSender|fHeader|fValue|fProto) != 0 {
+		return w, fmt.Errorf("unknown flags %#02x", w.flags)
+	}
+	w.target = r.str()
+	if w.flags&fSender != 0 {
+		w.sender = r.pid()
+	}
+	if w.flags&fHeader != 0 {
+		n := r.uvarint()
+		if n > uint64(len(r.b)) { // each entry takes at least two bytes
+			r.fail()
+		}
+		if r.err == nil {
+			w.header = make(map[string]string, n)
+			for range n {
+				k, v := r.str(), r.str()
+				w.header[string(k)] = string(v)
+			}
+		}
+	}
+	w.typeName = r.str()
+	w.payload = r.b
+	if r.err != nil {
+		return w, r.err
+	}
+	if len(w.target) == 0 {
+		return w, errors.New("empty target id")
+	}
+	return w, nil
+}
+
+// wireNotice is a parsed notice body.
+type wireNotice struct {
+	target, sender   wirePID
+	hasSender        bool
+	typeName, reason []byte
+}
+
+func parseNotice(b []byte) (wireNotice, error) {
+	r := reader{b: b}
+	var w wireNotice
+	w.target = r.pid()
+	if r.byte()&fSender != 0 {
+		w.hasSender = true
+		w.sender = r.pid()
+	}
+	w.typeName = r.str()
+	w.reason = r.str()
+	return w, r.err
+}
+
+// typeCache remembers the last type name the receive loop looked up: a
+// stream of one type then costs a byte comparison, not a map lookup that
+// hashes the name. Registered types are never removed, so a hit is valid.
+type typeCache struct {
+	name []byte
+	mt   *msgType
+}
+
+func (c *typeCache) get(name []byte) *msgType {
+	if c.mt != nil && bytes.Equal(c.name, name) {
+		return c.mt
+	}
+	mt := typeByName(name)
+	if mt != nil {
+		c.name, c.mt = append(c.name[:0], name...), mt
+	}
+	return mt
+}
+
+// decodePayload decodes w's payload with dec reading from rd and types
+// cached in last (the receive loop's own). A panic of the decoder (a type
+// whose custom decoder panics on bad input) is an ErrUndecodable, not a
+// crash.
+func decodePayload(w *wireMsg, dec *msgpack.Decoder, rd *bytesReader, last *typeCache) (msg any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			msg, err = nil, fmt.Errorf("%s: decoder panicked: %v: %w", w.typeName, p, ErrUndecodable)
+		}
+	}()
+	if w.flags&fProto != 0 {
+		mt, ok := protoByName(w.typeName)
+		if !ok {
+			return nil, fmt.Errorf("protobuf message %q: %w on the receiving rank", w.typeName, ErrUnregistered)
+		}
+		m := mt.New().Interface()
+		if err := proto.Unmarshal(w.payload, m); err != nil {
+			return nil, fmt.Errorf("%s: %v: %w", w.typeName, err, ErrUndecodable)
+		}
+		return m, nil
+	}
+	mt := last.get(w.typeName)
+	if mt == nil {
+		return nil, fmt.Errorf("%q: %w on the receiving rank", w.typeName, ErrUnregistered)
+	}
+	rd.Reset(w.payload)
+	dec.ResetReader(rd)
+	v, err := mt.decode(dec, w.flags&fValue != 0)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v: %w", mt.name, err, ErrUndecodable)
+	}
+	if rd.Len() != 0 {
+		return nil, fmt.Errorf("%s: %d bytes after the message: %w", mt.name, rd.Len(), ErrUndecodable)
+	}
+	return v, nil
+}
+
+// bytesReader is what the receive loop's msgpack decoder reads from: a
+// bytes.Reader is an io.ByteScanner, so msgpack reads it without a bufio
+// layer of its own.
+type bytesReader = bytes.Reader

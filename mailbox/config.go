@@ -1,0 +1,135 @@
+package mailbox
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/rdmactor/rdmactor/gin"
+	"github.com/rdmactor/rdmactor/internal/idle"
+)
+
+// Idle paces the receive loop and the credit wait of a full ring: spin,
+// then yield, then park with doubling sleeps (the Aeron
+// BackoffIdleStrategy; the same type as gin.Config.Idle).
+type Idle = idle.Strategy
+
+// DefaultIdle is the receive loop's pacing when Config.Idle is zero: a
+// short spin (100 polls), then about 3 ms of yields (20000
+// runtime.Gosched calls of about 0.14 µs each on the benchmark host; a
+// yield lets the actor a frame was just delivered to run on this
+// processor at once, which matters on small machines), then parks with
+// sleeps from 50 µs doubling to 4 ms.
+//
+// Parking is a time.Sleep, and what it costs sets MaxSleep: Go rounds a
+// short sleep up to its netpoller's millisecond (a 20 µs sleep takes about
+// 0.9 ms on the benchmark host), and each wake-up costs 25 to 50 µs of CPU
+// in runtime and kernel there (a VM), so 1 ms sleeps would keep an idle
+// rank at 2 to 5% of a core. At 4 ms an idle rank uses well under 1%, and
+// a message that finds the loop parked waits up to 4 ms. Lower MaxSleep
+// for faster wake-ups at more idle CPU; see doc.go, "Idle", for what
+// would remove the trade-off.
+var DefaultIdle = Idle{Spins: 100, Yields: 20000, MinSleep: 50 * time.Microsecond, MaxSleep: 4 * time.Millisecond}
+
+// DefaultSendIdle paces a Send that waits for credit when Config.SendIdle
+// is zero: a short spin and a few yields, then sleeps from 50 µs to 1 ms.
+// A full ring means the receiver is behind; a waiting sender should give
+// it the processor rather than keep it busy yielding (with many senders
+// per core, long yield phases starved the receiver).
+var DefaultSendIdle = Idle{Spins: 100, Yields: 100, MinSleep: 50 * time.Microsecond, MaxSleep: time.Millisecond}
+
+// Defaults of Config.
+const (
+	// DefaultBatchGap is well below a request/response round trip (about
+	// 1 µs between goroutine ranks, 2 µs between processes on the
+	// benchmark host), so that alternating traffic takes the direct path,
+	// and above the time a tight send loop takes per message (0.1 to
+	// 0.3 µs).
+	DefaultBatchGap    = 500 * time.Nanosecond
+	DefaultRingBytes   = 1 << 20          // per (receiver, sender) pair
+	DefaultSendTimeout = 10 * time.Second // credit wait of a full ring
+	MinRingBytes       = 4 << 10
+	MaxRingBytes       = 1 << 30
+)
+
+// Config sets a Mailbox's memory and pacing. New is collective: every rank
+// passes an equal Config (the window size check of gin.RegisterWindow
+// catches unequal RingBytes; the other fields are not checked).
+type Config struct {
+	// RingBytes is the size of each (receiver, sender) ring: a power of
+	// two from MinRingBytes to MaxRingBytes; default DefaultRingBytes.
+	// Each rank registers 2 × Size × RingBytes (inbox and staging).
+	RingBytes int
+	// MaxFrame is the largest frame, header (16 bytes) included, that Send
+	// accepts; default and upper limit RingBytes/4, which keeps a sender
+	// that waits for credit from ever waiting for credit the receiver
+	// holds back (see doc.go, Credit).
+	MaxFrame int
+	// SignalBase is the first of the 2 × Size signals the mailbox uses:
+	// SignalBase+s counts frames from rank s, SignalBase+Size+r carries
+	// credit from rank r. The Comm needs SignalBase + 2×Size signals, and
+	// nothing else may use them.
+	SignalBase gin.Signal
+	// Context is the gin context the mailbox puts on; default 0. Frames of
+	// one pair are ordered because they share it.
+	Context int
+	// SendTimeout bounds how long Send waits for credit on a full ring
+	// before it returns a *RingFullError; default DefaultSendTimeout.
+	SendTimeout time.Duration
+	// Idle paces the receive loop; default DefaultIdle.
+	Idle Idle
+	// SendIdle paces a Send that waits for credit; default
+	// DefaultSendIdle.
+	SendIdle Idle
+	// BatchGap: frames sent in a row, each within BatchGap of its pair's
+	// previous put, are a burst, and the mailbox's writer goroutine puts
+	// the burst's frames in batches (see Send). Default DefaultBatchGap;
+	// negative: never hand frames to the writer (every Send puts, unless
+	// another goroutine is putting to the same peer).
+	BatchGap time.Duration
+}
+
+func (c *Config) setDefaults(comm *gin.Comm) error {
+	if c.RingBytes == 0 {
+		c.RingBytes = DefaultRingBytes
+	}
+	if r := c.RingBytes; r < MinRingBytes || r > MaxRingBytes || r&(r-1) != 0 {
+		return fmt.Errorf("mailbox config: ring of %d bytes: want a power of two from %d to %d: %w", r, MinRingBytes, MaxRingBytes, gin.ErrBadArgument)
+	}
+	if c.MaxFrame == 0 {
+		c.MaxFrame = c.RingBytes / 4
+	}
+	if c.MaxFrame < headerBytes || c.MaxFrame > c.RingBytes/4 {
+		return fmt.Errorf("mailbox config: max frame of %d bytes: want %d to %d (RingBytes/4): %w", c.MaxFrame, headerBytes, c.RingBytes/4, gin.ErrBadArgument)
+	}
+	if c.SendTimeout == 0 {
+		c.SendTimeout = DefaultSendTimeout
+	}
+	if c.SendTimeout < 0 {
+		return fmt.Errorf("mailbox config: negative send timeout: %w", gin.ErrBadArgument)
+	}
+	if c.Idle == (Idle{}) {
+		c.Idle = DefaultIdle
+	}
+	if c.SendIdle == (Idle{}) {
+		c.SendIdle = DefaultSendIdle
+	}
+	if c.BatchGap == 0 {
+		c.BatchGap = DefaultBatchGap
+	}
+	if need := int(c.SignalBase) + 2*comm.Size(); need > comm.Signals() {
+		return fmt.Errorf("mailbox config: signals %d..%d needed, the comm has %d (gin.Config.Signals): %w",
+			c.SignalBase, need-1, comm.Signals(), gin.ErrUnknownSignal)
+	}
+	if c.Context < 0 || c.Context >= comm.ContextCount() {
+		return fmt.Errorf("mailbox config: context %d of %d: %w", c.Context, comm.ContextCount(), gin.ErrUnknownContext)
+	}
+	return nil
+}
+
+// SignalsNeeded is the number of gin signals a mailbox over a world of
+// size ranks needs from Config.SignalBase on: 2 × size.
+func SignalsNeeded(size int) int { return 2 * size }
+
+// WindowBytes is the size of the window New registers on every rank for a
+// world of size ranks and rings of ringBytes: 2 × size × ringBytes.
+func WindowBytes(size, ringBytes int) int { return 2 * size * ringBytes }

@@ -1,0 +1,196 @@
+package mailbox
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+
+	"github.com/rdmactor/rdmactor/gin"
+)
+
+// Handler receives what the receive loop finds. Both functions are called
+// from the receive loop's goroutine, one call at a time.
+type Handler struct {
+	// Frame is called for each frame, in order per sender. body aliases
+	// the inbox ring and is valid only until Frame returns: decode or copy
+	// it. The ring space is credited back to the sender only after Frame
+	// returns, so a Frame that blocks stalls that sender (and, while it
+	// blocks, every sender: there is one loop). A panic in Frame is
+	// recovered, counted (Stats.HandlerPanics) and reported to Error; the
+	// loop goes on with the next frame.
+	Frame func(from int, kind Kind, body []byte)
+	// Error, if not nil, is told about a corrupt frame (*FrameError: that
+	// pair is closed, the others go on), a panic in Frame, and the error
+	// that ends the loop (gin.ErrPeerLost once a rank is lost: the Comm
+	// can no longer be read).
+	Error func(err error)
+}
+
+// batch bounds the frames taken from one sender before the loop looks at
+// the next, so one busy sender cannot starve the others.
+const batch = 64
+
+// Start starts the receive loop with h. Frames that arrived before Start
+// wait in the rings. It returns ErrClosed after Close and an error if
+// called twice or with a nil h.Frame.
+func (m *Mailbox) Start(h Handler) error {
+	if h.Frame == nil {
+		return fmt.Errorf("mailbox: start: nil Handler.Frame: %w", gin.ErrBadArgument)
+	}
+	err := errors.New("mailbox: start: already started")
+	m.startOnce.Do(func() {
+		if m.closing.Load() {
+			err = ErrClosed
+			return
+		}
+		m.started.Store(true)
+		err = nil
+		go m.run(h)
+	})
+	return err
+}
+
+// run is the receive loop: it polls every sender's frame signal, hands new
+// frames to h in order, returns credit, and idles (spin, yield, park) when
+// nothing came.
+func (m *Mailbox) run(h Handler) {
+	defer close(m.done)
+	b := m.idle
+	for !m.closing.Load() {
+		got := 0
+		for s := range m.in {
+			n, err := m.poll(s, h)
+			if err != nil {
+				m.fail(err, h)
+				return
+			}
+			got += n
+		}
+		if got > 0 {
+			b.reset()
+			// Let the actors those frames went to run on this processor
+			// now rather than when another one is woken for them.
+			runtime.Gosched()
+			continue
+		}
+		if b.idle() {
+			if err := m.comm.Err(); err != nil {
+				m.fail(err, h)
+				return
+			}
+		}
+	}
+}
+
+// fail ends the loop with err; a closed Comm under a closing mailbox is not
+// an error.
+func (m *Mailbox) fail(err error, h Handler) {
+	if errors.Is(err, gin.ErrClosed) && m.closing.Load() {
+		return
+	}
+	err = fmt.Errorf("mailbox: receive loop of rank %d stopped: %w", m.rank, err)
+	m.loopErr.Store(&err)
+	if h.Error != nil {
+		h.Error(err)
+	}
+}
+
+// poll hands the new frames from sender s to h, at most batch of them, and
+// returns credit when enough was consumed. It returns the number of frames
+// handled, or the error of the signal read (the Comm failed).
+func (m *Mailbox) poll(s int, h Handler) (int, error) {
+	q := &m.in[s]
+	if q.closed {
+		return 0, nil
+	}
+	v, err := m.x.ReadSignal(m.lay.FrameSignal(s), 64)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for q.r.frames < v && n < batch {
+		if !m.next(s, q, h) {
+			return n, nil
+		}
+		n++
+	}
+	if q.r.unreturned >= m.creditEvery {
+		m.returnCredit(s, q, h)
+	}
+	return n, nil
+}
+
+// next hands the frame at q's head to h, skipping a pad before it. It
+// reports false when the ring holds no valid frame there; the pair is then
+// closed.
+func (m *Mailbox) next(s int, q *inPair, h Handler) bool {
+	off := m.lay.InboxOffset(s)
+	ring := m.win.Bytes()[off : off+m.lay.RingBytes]
+	for {
+		room := q.r.room()
+		if room < headerBytes {
+			q.r.skip(room) // a pad too short for a header
+			continue
+		}
+		at := q.r.head & q.r.mask
+		hd, err := parseHeader(ring[at:])
+		if err == nil {
+			if why := q.r.check(hd); why != "" {
+				err = errors.New(why)
+			}
+		}
+		if err != nil {
+			m.corrupt(s, q, err.Error(), h)
+			return false
+		}
+		if hd.kind == kindPad {
+			q.r.skip(room)
+			continue
+		}
+		m.rc.frames.Add(1)
+		m.rc.bytes.Add(uint64(hd.len) - headerBytes)
+		m.deliver(s, hd.kind, ring[at+headerBytes:at+uint64(hd.len)], h)
+		q.r.consume(uint64(hd.len))
+		return true
+	}
+}
+
+// deliver calls h.Frame, turning a panic into a reported error.
+func (m *Mailbox) deliver(s int, kind Kind, body []byte, h Handler) {
+	defer func() {
+		if p := recover(); p != nil {
+			m.rc.handlerPanics.Add(1)
+			if h.Error != nil {
+				h.Error(fmt.Errorf("mailbox: handler panicked on a frame of kind %d from rank %d: %v", kind, s, p))
+			}
+		}
+	}()
+	h.Frame(s, kind, body)
+}
+
+// returnCredit adds the bytes consumed since the last return to the
+// sender's credit signal. A failed signal keeps the count for the next try.
+func (m *Mailbox) returnCredit(s int, q *inPair, h Handler) {
+	if err := m.x.Signal(m.team, s, gin.SignalAdd(m.lay.CreditSignal(m.rank), q.r.unreturned)); err != nil {
+		if h.Error != nil {
+			h.Error(fmt.Errorf("mailbox: return credit to rank %d: %w", s, err))
+		}
+		return
+	}
+	q.r.unreturned = 0
+	m.rc.creditsReturned.Add(1)
+}
+
+// corrupt closes the pair with s: nothing more is read from its ring, and
+// s learns it from bit 63 of its credit signal.
+func (m *Mailbox) corrupt(s int, q *inPair, reason string, h Handler) {
+	q.closed = true
+	m.rc.corruptFrames.Add(1)
+	err := &FrameError{From: s, Pos: q.r.head, Seq: q.r.seq, Reason: reason}
+	if serr := m.x.Signal(m.team, s, gin.SignalAdd(m.lay.CreditSignal(m.rank), closedBit)); serr != nil && h.Error != nil {
+		h.Error(fmt.Errorf("mailbox: tell rank %d its pair is closed: %w", s, serr))
+	}
+	if h.Error != nil {
+		h.Error(err)
+	}
+}

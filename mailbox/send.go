@@ -1,0 +1,304 @@
+package mailbox
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/rdmactor/rdmactor/gin"
+	"github.com/rdmactor/rdmactor/internal/idle"
+)
+
+// Send puts a frame of kind with body into peer's inbox ring for this
+// rank. body is copied into the staging window before Send returns: the
+// caller may reuse it at once. Frames Send accepts arrive in order, each
+// once, unless the Comm fails or the receiver closes the pair; a frame
+// Send rejects was not written.
+//
+// A frame that finds the pair idle is put at once, with its signal (the
+// latency path). Frames that come in a burst (several sends in a row, each
+// within Config.BatchGap of the pair's previous put) or while another
+// goroutine is putting to the same peer are staged and put together,
+// several frames per put, by that goroutine or by the mailbox's writer
+// goroutine: a burst then costs one put per batch, not per frame. Send returns once its frame is staged; an
+// error of a later batched put is sticky and returned by the next Send.
+//
+// When the ring lacks room, Send waits for the receiver's credit (idling
+// as Config.SendIdle says) for up to Config.SendTimeout, then returns a
+// *RingFullError (ErrRingFull). It holds no lock while it waits: other
+// goroutines may send to other peers, and to the same peer in whatever
+// order their calls take effect.
+//
+// Errors: ErrBadKind (kind 0), gin.ErrPeerOutOfRange, ErrFrameTooLarge
+// (16 + len(body) over Config.MaxFrame), *RingFullError, ErrPairClosed,
+// ErrClosed, and the Put's errors (gin.ErrPeerLost once a rank is lost,
+// gin.ErrClosed).
+func (m *Mailbox) Send(peer int, kind Kind, body []byte) error {
+	return m.send(peer, kind, body, m.cfg.SendTimeout)
+}
+
+// TrySend is Send without the wait: a full ring is a *RingFullError at
+// once. The receive loop's own replies use it, so that it never blocks on
+// a peer that blocks on it.
+func (m *Mailbox) TrySend(peer int, kind Kind, body []byte) error {
+	return m.send(peer, kind, body, 0)
+}
+
+func (m *Mailbox) send(peer int, kind Kind, body []byte, timeout time.Duration) error {
+	if kind == kindPad {
+		return ErrBadKind
+	}
+	if peer < 0 || peer >= m.lay.Size {
+		return fmt.Errorf("mailbox: send to rank %d of %d: %w", peer, m.lay.Size, gin.ErrPeerOutOfRange)
+	}
+	n := uint64(headerBytes) + uint64(len(body))
+	if n > uint64(m.cfg.MaxFrame) {
+		return fmt.Errorf("mailbox: send to rank %d: frame of %d bytes (%d-byte body) over the %d-byte limit (Config.MaxFrame): %w",
+			peer, n, len(body), m.cfg.MaxFrame, ErrFrameTooLarge)
+	}
+	p := &m.out[peer]
+	var (
+		start time.Time
+		b     idle.Backoff
+	)
+	for {
+		p.mu.Lock()
+		staged, free, err := m.stage(p, peer, kind, body, n)
+		if staged {
+			err = m.dispatch(p, peer)
+			p.mu.Unlock()
+			return err
+		}
+		if err == nil && start.IsZero() {
+			p.sc.creditWaits++
+		}
+		p.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		if start.IsZero() {
+			start, b = time.Now(), idle.New(m.cfg.SendIdle)
+		}
+		if waited := time.Since(start); waited >= timeout {
+			p.mu.Lock()
+			p.sc.ringFull++
+			p.mu.Unlock()
+			return &RingFullError{Peer: peer, Need: int(align(n)), Free: int(free), Waited: waited}
+		}
+		b.Idle()
+	}
+}
+
+// stage writes the frame (and a pad before it, if the lap ends) into the
+// staging copy of the ring if there is room under the receiver's latest
+// credit. It reports whether it did, else the free bytes it saw. Lock p.mu
+// must be held.
+func (m *Mailbox) stage(p *outPair, peer int, kind Kind, body []byte, n uint64) (staged bool, free uint64, err error) {
+	if p.err != nil {
+		return false, 0, p.err
+	}
+	if m.closing.Load() {
+		return false, 0, ErrClosed
+	}
+	// The credit word is read on every send, not only when the ring looks
+	// full, so a sender learns at once that the receiver closed the pair.
+	c, err := m.x.ReadSignal(m.lay.CreditSignal(peer), 64)
+	if err != nil {
+		return false, 0, fmt.Errorf("mailbox: send to rank %d: read credit: %w", peer, err)
+	}
+	if c&closedBit != 0 {
+		p.err = fmt.Errorf("mailbox: send to rank %d: %w", peer, ErrPairClosed)
+		return false, 0, p.err
+	}
+	if !p.r.credit(c) {
+		p.err = fmt.Errorf("mailbox: send to rank %d: credit %d outside [%d, %d]: %w", peer, c, p.r.consumed, p.r.tail, ErrPairClosed)
+		return false, 0, p.err
+	}
+	pl := p.r.place(n)
+	if !p.r.fits(pl.total) {
+		return false, p.r.size - p.r.used(), nil
+	}
+	stage := m.win.Bytes()[m.lay.StagingOffset(peer):]
+	if pl.pad >= headerBytes {
+		header{len: uint32(pl.pad), kind: kindPad, seq: p.r.seq}.put(stage[pl.padAt:])
+	}
+	f := stage[pl.at : pl.at+n]
+	header{len: uint32(n), kind: kind, seq: p.r.seq}.put(f)
+	copy(f[headerBytes:], body)
+	if pl.at == 0 {
+		// A new lap: the bytes before it go in a put of their own.
+		p.lapStart, p.framesBeforeLap = p.r.tail+pl.pad, p.frames
+	}
+	p.r.commit(pl)
+	p.frames++
+	p.sc.frames++
+	p.sc.bytes += uint64(len(body))
+	return true, 0, nil
+}
+
+// dispatch gets the staged frames put: by nobody new if a goroutine is
+// putting this pair's frames already (it takes them along), by the
+// mailbox's writer if the pair is in a burst, else right here. Lock p.mu
+// must be held.
+func (m *Mailbox) dispatch(p *outPair, peer int) error {
+	if p.posting {
+		return nil
+	}
+	p.posting = true
+	if m.cfg.BatchGap > 0 {
+		// A burst is burstSends sends in a row, each within BatchGap of
+		// the pair's previous put: one short gap is not enough, or a fast
+		// request/response exchange would now and then pay the writer's
+		// wake-up.
+		if nanotime()-p.lastPut < int64(m.cfg.BatchGap) {
+			p.burst++
+		} else {
+			p.burst = 0
+		}
+		if p.burst >= burstSends {
+			m.kicks <- peer // room for every pair: one kick per posting period
+			return nil
+		}
+	}
+	err := m.postPending(p, peer)
+	p.posting = false
+	return err
+}
+
+// postPending puts everything staged and not yet put, a lap's part per
+// put, with SignalAdd of the number of frames in it, until nothing is
+// left (frames staged meanwhile by other goroutines included). Lock p.mu
+// must be held; it is released around each put. The caller holds the
+// posting role.
+func (m *Mailbox) postPending(p *outPair, peer int) error {
+	for p.taken < p.r.tail && p.err == nil {
+		from, to, frames := p.taken, p.r.tail, p.frames
+		if from < p.lapStart {
+			to, frames = p.lapStart, p.framesBeforeLap
+			p.framesBeforeLap = 0
+		}
+		p.taken = to
+		p.frames -= frames
+		p.mu.Unlock()
+		err := m.put(peer, from, to, frames)
+		p.mu.Lock()
+		p.lastPut = nanotime()
+		p.sc.puts++
+		if err != nil {
+			// Frames that were staged cannot be taken back: the pair is
+			// broken (puts fail only when the Comm does).
+			p.err = err
+		}
+	}
+	return p.err
+}
+
+// put puts ring bytes [from, to) (positions since the pair began, one lap)
+// from the staging copy to the receiver's inbox, with SignalAdd(frames) on
+// this rank's frame signal there (none for a pad alone). Puts of one
+// context to one peer are ordered and signals are strong, so the frames'
+// data, and earlier pads, are visible when the signal is. The staging
+// bytes are reused only a lap later, after the receiver consumed them and
+// returned credit: the put is long complete by then on any provider, so no
+// Flush is needed.
+func (m *Mailbox) put(peer int, from, to, frames uint64) error {
+	off := from & uint64(m.lay.RingBytes-1)
+	remote := gin.None
+	if frames > 0 {
+		remote = gin.SignalAdd(m.lay.FrameSignal(m.rank), frames)
+	}
+	err := m.x.Put(m.team, peer, m.win, m.lay.InboxOffset(m.rank)+int(off),
+		m.win, m.lay.StagingOffset(peer)+int(off), int(to-from), remote, gin.LocalNone)
+	if err != nil {
+		return fmt.Errorf("mailbox: send to rank %d: put %d frames: %w", peer, frames, err)
+	}
+	return nil
+}
+
+// burstSends is the number of sends in a row within Config.BatchGap of
+// their pair's previous put that make a burst.
+const burstSends = 4
+
+// writerSpins is how many times the writer looks for more frames of a
+// pair (yielding in between) before it hands the pair back to the senders.
+const writerSpins = 64
+
+// writer puts the frames of pairs in a burst (see dispatch), taking each
+// kicked pair's staged frames in batches while its senders keep staging,
+// until the pair stays quiet for writerSpins looks.
+func (m *Mailbox) writer() {
+	for {
+		var peer int
+		select {
+		case peer = <-m.kicks:
+		case <-m.stopWriter:
+			return
+		}
+		p := &m.out[peer]
+		p.mu.Lock()
+		// The pair goes back to its senders only from here, lock held,
+		// with nothing staged: a frame staged later finds posting false.
+		for quiet := 0; p.err == nil; {
+			if p.taken < p.r.tail {
+				m.postPending(p, peer)
+				quiet = 0
+				continue
+			}
+			if quiet == writerSpins {
+				break
+			}
+			p.mu.Unlock()
+			runtime.Gosched()
+			quiet++
+			p.mu.Lock()
+		}
+		p.posting = false
+		p.mu.Unlock()
+	}
+}
+
+// epoch is the origin of nanotime.
+var epoch = time.Now()
+
+// nanotime is a monotonic clock in nanoseconds.
+func nanotime() int64 { return int64(time.Since(epoch)) }
+
+// Flush puts every frame staged so far (a burst's frames may still be
+// waiting for the writer) and returns when they are put, or when ctx ends.
+// Like gin's Flush it says nothing of delivery. It returns the first
+// sticky error of a pair it flushed, or ctx's error.
+func (m *Mailbox) Flush(ctx context.Context) error {
+	var first error
+	for peer := range m.out {
+		p := &m.out[peer]
+		p.mu.Lock()
+		for p.posting && p.err == nil {
+			// The writer or another sender is putting: let it finish.
+			p.mu.Unlock()
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			runtime.Gosched()
+			p.mu.Lock()
+		}
+		if p.taken < p.r.tail && p.err == nil {
+			p.posting = true
+			m.postPending(p, peer)
+			p.posting = false
+		}
+		if p.err != nil && first == nil {
+			first = p.err
+		}
+		p.mu.Unlock()
+	}
+	return first
+}
+
+// Wake tells the receive loop that an answer is expected soon (the caller
+// just sent a request): a parked loop wakes and goes through Config.Idle's
+// spin and yield phases again before it parks, so that the answer does not
+// wait for its next sleep to end. It costs an atomic load when the loop is
+// not parked. Do not call it for one-way traffic: a loop kept awake burns a
+// processor that the senders could use.
+func (m *Mailbox) Wake() { m.idle.poke() }

@@ -1,0 +1,34 @@
+package mailbox
+
+import "sync/atomic"
+
+// Stats are a mailbox's counters since New. Sent and received counts are
+// frames and body bytes (headers and pads excluded).
+type Stats struct {
+	FramesSent, BytesSent uint64
+	// Puts counts the puts that carried them (with pads): fewer than
+	// FramesSent when bursts were batched.
+	Puts                          uint64
+	FramesReceived, BytesReceived uint64
+	// CreditWaits counts Sends that found the ring full and waited;
+	// RingFull counts those that gave up (RingFullError).
+	CreditWaits, RingFull uint64
+	// CreditsReturned counts credit signals sent to senders.
+	CreditsReturned uint64
+	// CorruptFrames counts pairs closed for a corrupt frame.
+	CorruptFrames uint64
+	// HandlerPanics counts frames whose Handler.Frame panicked.
+	HandlerPanics uint64
+}
+
+// sendCounters are one pair's send-side Stats, guarded by its lock (so
+// senders to different peers share no counter cache line).
+type sendCounters struct {
+	frames, bytes, puts, creditWaits, ringFull uint64
+}
+
+// recvCounters are the receive-side Stats: written only by the receive
+// loop, read by Stats.
+type recvCounters struct {
+	frames, bytes, creditsReturned, corruptFrames, handlerPanics atomic.Uint64
+}
