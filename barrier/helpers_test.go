@@ -1,0 +1,81 @@
+package barrier_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rdmactor/rdmactor/gin"
+	"github.com/rdmactor/rdmactor/internal/testutils"
+	"github.com/stretchr/testify/require"
+)
+
+// scale picks an iteration count: n normally, small under the race
+// detector or -short.
+func scale(n, small int) int {
+	if raceEnabled || testing.Short() {
+		return small
+	}
+	return n
+}
+
+// job is the ranks of one test, goroutines of this process.
+type job struct {
+	t     testing.TB
+	comms []*gin.Comm
+	ctx   context.Context // ends at the deadline, or when a rank fails
+	stop  context.CancelFunc
+}
+
+// newJob builds n ranks (gin.NewLocal over shm) with cfg and closes them
+// when the test ends; the job's context ends after a minute.
+func newJob(t testing.TB, n int, cfg gin.Config) *job {
+	t.Helper()
+	ctx, stop := context.WithCancel(testutils.Deadline(t, time.Minute))
+	comms, err := gin.NewLocal(ctx, n, cfg)
+	require.NoError(t, err)
+	t.Cleanup(stop)
+	t.Cleanup(func() {
+		for r, c := range comms {
+			if err := c.Close(); err != nil {
+				t.Errorf("close rank %d: %v", r, err)
+			}
+		}
+	})
+	return &job{t: t, comms: comms, ctx: ctx, stop: stop}
+}
+
+// x is rank r's context 0.
+func (j *job) x(r int) *gin.Context {
+	x, err := j.comms[r].Context(0)
+	require.NoError(j.t, err)
+	return x
+}
+
+// ranks runs fn for every rank in its own goroutine and fails the test
+// with every rank's error. The first failure ends the job's context, so
+// the ranks waiting for the failed one stop too.
+func (j *job) ranks(fn func(r int) error) {
+	j.t.Helper()
+	errs := make([]error, len(j.comms))
+	var wg sync.WaitGroup
+	for r := range j.comms {
+		wg.Go(func() {
+			defer func() {
+				if p := recover(); p != nil {
+					errs[r] = fmt.Errorf("panic: %v", p)
+					j.stop()
+				}
+			}()
+			if errs[r] = fn(r); errs[r] != nil {
+				j.stop()
+			}
+		})
+	}
+	wg.Wait()
+	for r, err := range errs {
+		require.NoError(j.t, err, "rank %d", r)
+	}
+}

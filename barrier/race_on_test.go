@@ -1,0 +1,5 @@
+//go:build race
+
+package barrier_test
+
+const raceEnabled = true

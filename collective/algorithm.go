@@ -1,0 +1,91 @@
+package collective
+
+// Collective names a collective operation, for Comm.Algorithm.
+type Collective uint8
+
+const (
+	AllReduceOp Collective = iota
+	AllGatherOp
+	ReduceScatterOp
+	BroadcastOp
+	AllToAllOp
+	AllToAllVOp
+)
+
+func (k Collective) String() string {
+	return [...]string{"allreduce", "allgather", "reducescatter", "broadcast", "alltoall", "alltoallv", "?"}[min(int(k), 6)]
+}
+
+// Algorithm is how a collective moves its data.
+type Algorithm uint8
+
+const (
+	// Local: one rank, a copy (or nothing).
+	Local Algorithm = iota
+	// OneShot: every rank puts its data into every peer's scratch half of
+	// the epoch in one step; one latency, (n-1)x the data per rank. No
+	// handshake: scratch halves alternate by epoch.
+	OneShot
+	// Ring: reduce-scatter around the ring through scratch, then (for
+	// AllReduce) all-gather around the ring straight into the peers'
+	// destinations, both pipelined in Config.Piece puts; 2(n-1)/n of the
+	// data per rank, 2(n-1) latencies (Patarasuk and Yuan 2009; NCCL's
+	// ring).
+	Ring
+	// Direct: every rank tells each peer it entered the call, then puts
+	// straight into the destinations of the peers that did; no scratch
+	// copy, one more latency.
+	Direct
+	// Chain: Broadcast down the chain root, root+1, ... pipelined in
+	// Config.Piece puts, after every rank told the root it entered.
+	Chain
+	// TwoShot: every rank puts chunk p of its data into p's scratch, p
+	// reduces it (rank order) and puts the result straight into every
+	// peer's destination; pipelined in Config.Piece puts. The data of a
+	// ring in 2 steps instead of 2(n-1), n-1 messages at once per rank.
+	TwoShot
+)
+
+func (a Algorithm) String() string {
+	return [...]string{"local", "oneshot", "ring", "direct", "chain", "twoshot", "?"}[min(int(a), 6)]
+}
+
+// Algorithm is the algorithm a call of collective k with count elements
+// of dt (per rank; per pair for AllToAll; the largest per-pair count for
+// AllToAllV) takes on this Comm. Every rank picks the same.
+func (c *Comm) Algorithm(k Collective, count int, dt DataType) Algorithm {
+	return c.choose(k, count*dt.Size())
+}
+
+// choose picks by message size in bytes: per rank for AllReduce, the
+// source block for AllGather, the destination block for ReduceScatter,
+// the broadcast size, the per-pair block for AllToAll.
+func (c *Comm) choose(k Collective, bytes int) Algorithm {
+	if c.n == 1 {
+		return Local
+	}
+	small := bytes <= c.cfg.OneShotMax
+	fits := bytes <= c.cfg.Scratch/c.n
+	switch k {
+	case AllReduceOp, ReduceScatterOp:
+		switch {
+		case small && fits:
+			return OneShot
+		case c.n <= c.cfg.RingRanks:
+			return TwoShot
+		}
+		return Ring
+	case BroadcastOp:
+		if small || c.n == 2 {
+			return Direct
+		}
+		return Chain
+	case AllToAllVOp:
+		return Direct
+	default: // AllGather, AllToAll
+		if small && fits {
+			return OneShot
+		}
+		return Direct
+	}
+}

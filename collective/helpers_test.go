@@ -1,0 +1,91 @@
+package collective_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rdmactor/rdmactor/collective"
+	"github.com/rdmactor/rdmactor/gin"
+	"github.com/rdmactor/rdmactor/internal/testutils"
+	"github.com/stretchr/testify/require"
+)
+
+// scale picks a count: n normally, small under the race detector or
+// -short.
+func scale(n, small int) int {
+	if raceEnabled || testing.Short() {
+		return small
+	}
+	return n
+}
+
+// job is the ranks of one test as goroutines of this process, each with a
+// collective.Comm on signals 0..n-1.
+type job struct {
+	t     testing.TB
+	comms []*gin.Comm
+	colls []*collective.Comm
+	ctx   context.Context // ends at the deadline, or when a rank fails
+	stop  context.CancelFunc
+}
+
+func newJob(t testing.TB, n int, cfg collective.Config) *job {
+	t.Helper()
+	ctx, stop := context.WithCancel(testutils.Deadline(t, 2*time.Minute))
+	comms, err := gin.NewLocal(ctx, n, gin.Config{Signals: int(cfg.Signal0) + collective.Requirement(n)})
+	require.NoError(t, err)
+	t.Cleanup(stop)
+	t.Cleanup(func() {
+		for r, c := range comms {
+			if err := c.Close(); err != nil {
+				t.Errorf("close rank %d: %v", r, err)
+			}
+		}
+	})
+	j := &job{t: t, comms: comms, colls: make([]*collective.Comm, n), ctx: ctx, stop: stop}
+	j.ranks(func(r int) (err error) {
+		j.colls[r], err = collective.New(ctx, comms[r], cfg)
+		return err
+	})
+	return j
+}
+
+// windows registers size bytes on every rank.
+func (j *job) windows(size int) []*gin.Window {
+	j.t.Helper()
+	ws := make([]*gin.Window, len(j.comms))
+	j.ranks(func(r int) (err error) {
+		ws[r], err = j.comms[r].RegisterWindow(j.ctx, size, 0)
+		return err
+	})
+	return ws
+}
+
+// ranks runs fn for every rank in its own goroutine and fails the test
+// with every rank's error. The first failure ends the job's context, so
+// the ranks waiting for the failed one stop too.
+func (j *job) ranks(fn func(r int) error) {
+	j.t.Helper()
+	errs := make([]error, len(j.comms))
+	var wg sync.WaitGroup
+	for r := range j.comms {
+		wg.Go(func() {
+			defer func() {
+				if p := recover(); p != nil {
+					errs[r] = fmt.Errorf("panic: %v", p)
+					j.stop()
+				}
+			}()
+			if errs[r] = fn(r); errs[r] != nil {
+				j.stop()
+			}
+		})
+	}
+	wg.Wait()
+	for r, err := range errs {
+		require.NoError(j.t, err, "rank %d", r)
+	}
+}

@@ -1,0 +1,10 @@
+//go:build !linux
+
+package perf
+
+import "errors"
+
+// BindCPU is not supported outside Linux: ranks run unbound.
+func BindCPU(i int) (int, error) {
+	return 0, errors.New("bind: CPU affinity is supported on Linux only")
+}

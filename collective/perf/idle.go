@@ -1,0 +1,60 @@
+package perf
+
+import (
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/rdmactor/rdmactor/barrier"
+	"github.com/rdmactor/rdmactor/gin"
+)
+
+// IdleModes are the values of the examples' -idle flag.
+const IdleModes = "auto, spin, yield or gin"
+
+// Idle turns an -idle mode into the gin.Config.Idle and the
+// barrier.Pacing for a job of ranks ranks, goroutines of one process when
+// local, else processes. Waits poll the signal and, after some polls, give
+// the core away between polls: sched_yield for processes,
+// runtime.Gosched for goroutines (barrier.Pacing). They never sleep: a
+// parked Go timer wakes tens of microseconds late, and a waiter that
+// keeps spinning starves the rank it waits for whenever that rank is not
+// running (oversubscribed, or a loaded host). Open MPI does the same:
+// poll, and sched_yield when idle if oversubscribed.
+//
+//   - spin: yield only after 16384 polls (tens of microseconds): lowest
+//     latency for ranks that own a core.
+//   - yield: yield after every poll: ranks that share cores.
+//   - gin: gin's WaitSignal with its default pacing (spin 256, Gosched
+//     64, then park from 1 µs to 1 ms).
+//   - auto: spin when the ranks fit the cores (runtime.NumCPU() for
+//     processes, GOMAXPROCS for goroutines), yield otherwise.
+//
+// spins > 0 overrides the polls before the first yield.
+func Idle(mode string, ranks int, local bool, spins int) (gin.IdleStrategy, barrier.Pacing, error) {
+	if mode == "auto" {
+		cores := runtime.NumCPU()
+		if local {
+			cores = runtime.GOMAXPROCS(0)
+		}
+		mode = "spin"
+		if ranks > cores {
+			mode = "yield"
+		}
+	}
+	p := barrier.Pacing{OSYield: !local, Gosched: local}
+	switch mode {
+	case "spin":
+		p.Spins = 1 << 14
+	case "yield":
+	case "gin":
+		return gin.DefaultIdle, barrier.Pacing{}, nil
+	default:
+		return gin.IdleStrategy{}, barrier.Pacing{}, fmt.Errorf("idle mode %q: want %s", mode, IdleModes)
+	}
+	if spins > 0 {
+		p.Spins = spins
+	}
+	// gin's own waits (Flush, a full SQ) keep spinning before they park.
+	return gin.IdleStrategy{Spins: 1 << 20, Yields: 1 << 10, MinSleep: time.Microsecond, MaxSleep: 100 * time.Microsecond}, p, nil
+}
