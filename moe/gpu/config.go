@@ -1,0 +1,81 @@
+package gpumoe
+
+import (
+	"fmt"
+
+	"github.com/rdmactor/rdmactor/moe"
+)
+
+// Config sizes a Handle. Every rank passes an equal Config to New.
+type Config struct {
+	// Hidden is the number of bf16 elements of a token row (7168 in
+	// DeepSeek-V3). Any positive size; rows are stored with a stride of
+	// Hidden*2 rounded up to 16 bytes (RowStride).
+	Hidden int
+	// TopK is the number of experts each token chooses, 1..32.
+	TopK int
+	// NumExperts is the number of experts (at most 4096), a multiple of
+	// the world size: rank r holds experts [r*L, (r+1)*L) with
+	// L = NumExperts/size.
+	NumExperts int
+	// MaxTokens is the most tokens a rank passes to one Dispatch (normal
+	// mode); 0: no normal mode.
+	MaxTokens int
+	// MaxLLTokens is the most tokens a rank passes to one DispatchLL (low
+	// latency); 0: no low-latency mode.
+	MaxLLTokens int
+	// FP8 makes DispatchLL carry each row as FP8 e4m3 with one float32
+	// scale per 128 channels (DeepEP's low-latency use_fp8): half the
+	// bytes. Combine always returns bf16.
+	FP8 bool
+	// Signal0 is the first device signal (gpu.Config.Signals) the Handle
+	// uses; it takes Signals(size, cfg) of them from there and resets them
+	// in New.
+	Signal0 int
+	// Blocks is the grid of the data kernels, at most one 1024-thread
+	// block per SM (kernels that wait need every block resident), at least
+	// the number of ranks; default and maximum: the device's SM count.
+	Blocks int
+}
+
+// maxRanks bounds the world: a token's ranks are a 32-bit mask, and a
+// warp's lanes hold one source each in the reductions.
+const maxRanks = 32
+
+// maxTopK bounds TopK: a warp's lanes hold one (token, k) each.
+const maxTopK = 32
+
+// maxExperts bounds NumExperts: the layout and the low-latency dispatch
+// keep a count per expert in shared memory (4 bytes each, within 48 KiB).
+const maxExperts = 4096
+
+// Signals is the number of device signals a Handle over size ranks takes
+// from Config.Signal0: per source rank a count, a data and a combine
+// signal, per local expert a low-latency dispatch signal, and per source a
+// low-latency combine signal (plan.go: signals).
+func Signals(size int, cfg Config) int {
+	if size <= 0 {
+		return 0
+	}
+	return 4*size + cfg.NumExperts/size
+}
+
+func (c *Config) check(n int) error {
+	switch {
+	case n <= 0 || n > maxRanks:
+		return fmt.Errorf("gpumoe: %d ranks: want 1..%d: %w", n, maxRanks, moe.ErrBadArgument)
+	case c.Hidden <= 0 || c.TopK <= 0 || c.TopK > maxTopK || c.NumExperts <= 0:
+		return fmt.Errorf("gpumoe: hidden %d, top-%d, %d experts: want positive, top-k at most %d: %w",
+			c.Hidden, c.TopK, c.NumExperts, maxTopK, moe.ErrBadArgument)
+	case c.NumExperts%n != 0:
+		return fmt.Errorf("gpumoe: %d experts over %d ranks: want a multiple: %w", c.NumExperts, n, moe.ErrBadArgument)
+	case c.MaxTokens < 0 || c.MaxLLTokens < 0 || c.MaxTokens+c.MaxLLTokens == 0:
+		return fmt.Errorf("gpumoe: max tokens %d, low-latency %d: want one positive, none negative: %w",
+			c.MaxTokens, c.MaxLLTokens, moe.ErrBadArgument)
+	case c.Hidden > 1<<20 || c.NumExperts > maxExperts || c.MaxTokens > 1<<20 || c.MaxLLTokens > 1<<16:
+		return fmt.Errorf("gpumoe: sizes too large: %w", moe.ErrBadArgument)
+	case c.Signal0 < 0 || c.Blocks < 0:
+		return fmt.Errorf("gpumoe: signal0 %d, blocks %d: %w", c.Signal0, c.Blocks, moe.ErrBadArgument)
+	}
+	return nil
+}

@@ -1,0 +1,926 @@
+// kernels.cu: MoE dispatch and combine on the device-side gin API
+// (rdmactor/gin.cuh, the twin of ncclGin), LSA path. Package gpumoe
+// (moe/gpu) compiles it with NVRTC and launches it; doc.go there states the
+// contract, plan.go the layout of Args and of the window.
+//
+// Algorithms: the CPU version's (package moe: layout.go, dispatch.go,
+// combine.go, lowlatency.go), with the data movement done by kernels and
+// every phase on the GPU (no host round trip between phases):
+//
+//   moe_layout      one block: token -> rank masks, send positions (a block
+//                   scan per rank), tokens per rank and per expert (DeepEP's
+//                   get_dispatch_layout), then puts this rank's count header
+//                   to every rank with SignalAdd(cnt[me], 1) (DeepEP's
+//                   notify_dispatch).
+//   moe_dispatch    normal mode: waits for every rank's counts; each block
+//                   streams a contiguous token range to one destination:
+//                   runs of rows and their routing entries straight into the
+//                   receiver's buffers (prefix sums over lower ranks give the
+//                   place); one signal per destination, SignalAdd(data[me], 1),
+//                   from the last block done (blockFinish).
+//   moe_combine     each block returns a contiguous share of the received
+//                   rows to their sources, one signal per destination; waits;
+//                   sums each token's rows in float32 and rounds once to bf16.
+//   moe_ll_dispatch low latency: per (token, expert) pair, the row (bf16, or
+//                   FP8 e4m3 with per-128-channel scales) into a slot of the
+//                   expert's rank, the slot from a per-expert atomic; per
+//                   expert one putValue(count) with SignalAdd(ll[e], 1) from
+//                   the last block done.
+//   moe_ll_combine  each expert output row back into its source's [t][k]
+//                   slot, one signal per destination; weighted sum in float32,
+//                   bf16 out.
+//
+// "One signal per destination" across the grid (blockFinish): when a block
+// has put all its share, it syncs, one warp fences the block's writes at
+// system scope (fence.acq_rel.sys: cumulative over the writes the block
+// barrier ordered before it) and adds 1 to each destination's completion
+// counter in device memory (atom.acq_rel.gpu); the block that brings a
+// counter to gridDim.x issues that destination's signal. Release/acquire
+// through the counter puts every block's puts before that thread's
+// red.release.sys on the peer's signal, so gin's strong-signal promise (the
+// signal implies the data) holds for the whole destination. One fence per
+// block, not per put: a system fence waits for the NVLink writes to drain.
+//
+// Kernels that wait on peers need every block of the grid resident at once
+// (a block may wait for a signal that another block of the same grid sends):
+// the host launches at most one 1024-thread block per SM.
+
+#include "rdmactor/gin.cuh"
+
+#ifndef MOE_ARGS_WORDS
+#error "MOE_ARGS_WORDS: compile kernels.cu through package moe/gpu"
+#endif
+
+using namespace rdmactor;
+
+namespace moe {
+
+typedef unsigned long long u64;
+typedef long long i64;
+typedef unsigned int u32;
+typedef unsigned short u16;
+typedef unsigned char u8;
+
+// Args: the handle as kernels see it, every field 8 bytes, in the order of
+// plan.go's argWords. Passed by value (__grid_constant__).
+struct Args {
+  Window win;  // the handle's window
+  u64 rank, n, hidden, topk, experts, local, maxT, maxLL, rs, ew, hdrB, sigBase, fp8, slotB, groups;
+  // window regions (byte offsets)
+  u64 offInput, offHdrStage, offCnt, offMetaStage, offRecvMeta, offRecvX, offComb;
+  u64 offLLStage, offLLX, offLLSrc, offLLCount, offLLY, offLLComb;
+  // device state (this rank only)
+  u32* masks;          // [maxT] token -> rank bits
+  int* pos;            // [maxT][n] send positions, -1: not sent there
+  int* tokPerExpert;   // [E]
+  int* tokPerRank;     // [n]
+  u32* finish;         // [2][n] dispatch completion per destination
+  u32* combFinish;     // [2][n] combine completion per destination
+  u32* llCounter;      // [2][E] low-latency slot allocator
+  u32* llFinish;       // [2][E] low-latency completion per expert
+  u32* llCombFinish;   // [2][n] low-latency combine completion
+  int* llSlotOf;       // [maxLL][K] slot each pair got, -1 none
+  int* llIdx;          // [maxLL][K] the routing of the last DispatchLL
+  u64* err;            // first error: code << 32 | detail
+  int* recvTokPerExpert;  // [L] normal mode, rows per local expert received
+  int* llTokPerExpert;    // [L] low latency, rows per local expert received
+};
+static_assert(sizeof(Args) == 8 * MOE_ARGS_WORDS, "Args: moe/gpu/plan.go and kernels.cu disagree");
+
+// Error codes (errors.go: errBadRouting ...).
+enum { ErrBadRouting = 1, ErrPeerBadRouting = 2, ErrSlotOverflow = 3, ErrAborted = 4 };
+
+__device__ __forceinline__ void fail(const Args& a, u32 code, u32 detail) {
+  atomicCAS(a.err, 0ull, ((u64)code << 32) | detail);
+}
+
+__device__ __forceinline__ int lane() { return threadIdx.x & 31; }
+__device__ __forceinline__ int warp() { return threadIdx.x >> 5; }
+__device__ __forceinline__ int warps() { return blockDim.x >> 5; }
+
+// Signal indices, from Args.sigBase (plan.go: signals).
+__device__ __forceinline__ u32 sigCnt(const Args& a, int s) { return (u32)(a.sigBase + s); }
+__device__ __forceinline__ u32 sigData(const Args& a, int s) { return (u32)(a.sigBase + a.n + s); }
+__device__ __forceinline__ u32 sigComb(const Args& a, int s) { return (u32)(a.sigBase + 2 * a.n + s); }
+__device__ __forceinline__ u32 sigLL(const Args& a, int le) { return (u32)(a.sigBase + 3 * a.n + le); }
+__device__ __forceinline__ u32 sigLLComb(const Args& a, int s) { return (u32)(a.sigBase + 3 * a.n + a.local + s); }
+
+__device__ __forceinline__ char* local(const Args& a) { return reinterpret_cast<char*>(localPointer(a.win, 0)); }
+
+__device__ __forceinline__ u32 atomAddAcqRel(u32* p, u32 v) {
+  u32 old;
+  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+  return old;
+}
+
+// blockFinish: every thread of the block is done putting; one warp fences
+// the block's writes at system scope (fence.acq_rel.sys: cumulative over
+// what the barrier ordered before it), then threads add 1 to counters[0..count) in
+// parallel; for each counter brought to gridDim.x (every block done),
+// onLast(i) runs in the thread that did (CoopThread calls only). Every
+// block of the grid calls it once per kernel, with the same count.
+template <typename OnLast>
+__device__ __forceinline__ void blockFinish(u32* counters, int count, OnLast onLast) {
+  __syncthreads();
+  if (warp() == 0) asm volatile("fence.acq_rel.sys;" ::: "memory");
+  __syncthreads();
+  for (int i = threadIdx.x; i < count; i += blockDim.x)
+    if (atomAddAcqRel(&counters[i], 1) == gridDim.x - 1) onLast(i);
+}
+
+// ---- bf16 and FP8 e4m3 (moe/gpu/fp8.go is the Go twin, bit for bit) ----
+
+// bf16 rounds to nearest, ties to even; NaN stays a quiet NaN (moe.BF16).
+__device__ __forceinline__ u16 bf16(float f) {
+  u32 b = __float_as_uint(f);
+  if ((b & 0x7fffffffu) > 0x7f800000u) return (u16)((b >> 16) | 0x40);
+  b += 0x7fffu + ((b >> 16) & 1u);
+  return (u16)(b >> 16);
+}
+__device__ __forceinline__ float bf16f(u16 h) { return __uint_as_float((u32)h << 16); }
+
+// e4m3: round to nearest even, saturating to +-448 (satfinite); NaN 0x7f.
+__device__ __forceinline__ u8 e4m3sw(float x) {
+  u32 b = __float_as_uint(x);
+  u8 s = (u8)((b >> 24) & 0x80);
+  float a = fabsf(x);
+  if (a != a) return s | 0x7f;
+  if (a >= 448.f) return s | 0x7e;
+  if (a < 0.015625f) return s | (u8)rintf(a * 512.f);  // subnormal quantum 2^-9; 8 = min normal
+  int ex = (int)((b >> 23) & 0xff) - 127;
+  float q = rintf(ldexpf(a, 3 - ex));  // [8, 16]
+  u32 code = (u32)(ex + 7) << 3;
+  if (q >= 16.f) {
+    code += 8;
+    q = 8.f;
+  }
+  code |= (u32)q - 8;
+  return s | (u8)(code > 0x7e ? 0x7e : code);
+}
+__device__ __forceinline__ float e4m3fsw(u8 v) {
+  u32 e = (v >> 3) & 15, m = v & 7;
+  if (e == 15 && m == 7) return __uint_as_float(0x7fc00000u);
+  float f = e == 0 ? (float)m * (1.f / 512.f) : ldexpf(1.f + (float)m * 0.125f, (int)e - 7);
+  return (v & 0x80) ? -f : f;
+}
+// Two at a time: lo in the low byte. Hardware conversions on sm_89+.
+__device__ __forceinline__ u16 e4m3x2(float lo, float hi) {
+#if __CUDA_ARCH__ >= 890
+  u16 r;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+  return r;
+#else
+  return (u16)e4m3sw(lo) | ((u16)e4m3sw(hi) << 8);
+#endif
+}
+__device__ __forceinline__ float e4m3f(u8 v) {
+#if __CUDA_ARCH__ >= 890
+  u32 h2;
+  u16 in = v, lo;
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"(in));
+  lo = (u16)(h2 & 0xffff);
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(lo));
+  return f;
+#else
+  return e4m3fsw(v);
+#endif
+}
+
+// ---- block helpers ----
+
+// blockExclusiveScan returns the sum of v over lower threads of the block
+// and sets *total to the block's sum. Every thread calls it; it syncs.
+__device__ int blockExclusiveScan(int v, int* scratch /* [33] shared */, int* total) {
+  int x = v;
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    int y = __shfl_up_sync(0xffffffffu, x, d);
+    if (lane() >= d) x += y;
+  }
+  __syncthreads();  // scratch free from a previous call
+  if (lane() == 31) scratch[warp()] = x;
+  __syncthreads();
+  if (warp() == 0) {
+    int w = lane() < warps() ? scratch[lane()] : 0;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      int y = __shfl_up_sync(0xffffffffu, w, d);
+      if (lane() >= d) w += y;
+    }
+    scratch[lane()] = w;  // inclusive over warps
+    if (lane() == 31) scratch[32] = w;
+  }
+  __syncthreads();
+  int before = warp() > 0 ? scratch[warp() - 1] : 0;
+  *total = scratch[32];
+  return before + x - v;
+}
+
+// Counts of the round: C[s][r] = rows rank s sends rank r, from the count
+// headers every rank put here (parity of the round). A header of -1 (a rank
+// with bad routing) makes every count 0 on every rank alike.
+__device__ bool loadCounts(const Args& a, int parity, i64* C /* shared [n][n] */) {
+  const int n = (int)a.n;
+  __shared__ int bad;
+  if (threadIdx.x == 0) bad = 0;
+  __syncthreads();
+  const char* base = local(a);
+  for (int i = threadIdx.x; i < n * n; i += blockDim.x) {
+    int s = i / n, r = i % n;
+    i64 v = reinterpret_cast<const i64*>(base + a.offCnt + ((u64)parity * n + s) * a.hdrB)[r];
+    C[i] = v;
+    if (v < 0) bad = 1;
+  }
+  __syncthreads();
+  if (bad)
+    for (int i = threadIdx.x; i < n * n; i += blockDim.x) C[i] = 0;
+  __syncthreads();
+  return bad != 0;
+}
+
+// recvOffset: where rank s's rows start in rank r's receive buffer (rows):
+// sum over q < s of C[q][r] (moe.CountMatrix.RecvOffset).
+__device__ __forceinline__ i64 recvOffset(const i64* C, int n, int s, int r) {
+  i64 o = 0;
+  for (int q = 0; q < s; q++) o += C[q * n + r];
+  return o;
+}
+// combineOffset: where rank r's returned rows start in rank s's combine
+// buffer: sum over q < r of C[s][q] (moe.CountMatrix.CombineOffset).
+__device__ __forceinline__ i64 combineOffset(const i64* C, int n, int s, int r) {
+  i64 o = 0;
+  for (int q = 0; q < r; q++) o += C[s * n + q];
+  return o;
+}
+
+// waitAll waits, with the whole block, until signal sig(s) of every rank s
+// (except skip) reached least. False if aborted (recorded).
+template <typename SigOf>
+__device__ bool waitAll(const Args& a, Gin& gin, SigOf sig, int skip, u64 least) {
+  for (int s = 0; s < (int)a.n; s++) {
+    if (s == skip) continue;
+    if (!gin.waitSignal(CoopBlock{}, sig(s), least)) {
+      if (threadIdx.x == 0) fail(a, ErrAborted, sig(s));
+      return false;
+    }
+  }
+  return true;
+}
+
+// ---- layout (normal mode) ----
+
+// moe_layout: one block of 1024 threads. idx is [T][K] expert ids (-1:
+// dropped). Dynamic shared memory: (E + n + 40) ints.
+extern "C" __global__ void __launch_bounds__(1024, 1)
+    moe_layout(const __grid_constant__ DevComm comm, const __grid_constant__ Args a, const int* __restrict__ idx, int T,
+               u64 round) {
+  const int n = (int)a.n, K = (int)a.topk, E = (int)a.experts, L = (int)a.local, me = (int)a.rank;
+  const int parity = (int)(round & 1);
+  const int tid = threadIdx.x, bs = blockDim.x;
+  extern __shared__ int dyn[];
+  int* sExp = dyn;           // [E]
+  int* sRank = sExp + E;     // [n]
+  int* sScan = sRank + n;    // [33]
+  int* sBad = sScan + 33;    // [1]: lowest bad (t*K+k), INT_MAX none
+  for (int i = tid; i < E; i += bs) sExp[i] = 0;
+  for (int i = tid; i < n; i += bs) {
+    sRank[i] = 0;
+    // The next round's completion counters (used last two rounds ago).
+    a.finish[(parity ^ 1) * n + i] = 0;
+    a.combFinish[(parity ^ 1) * n + i] = 0;
+  }
+  if (tid == 0) *sBad = 0x7fffffff;
+  __syncthreads();
+
+  // 1. masks and expert counts (ids loaded 8 at a time: independent loads
+  // in flight together).
+  for (int t = tid; t < T; t += bs) {
+    u32 m = 0;
+    for (int k0 = 0; k0 < K; k0 += 8) {
+      int ids[8];
+#pragma unroll
+      for (int j = 0; j < 8; j++) ids[j] = k0 + j < K ? idx[t * K + k0 + j] : -1;
+#pragma unroll
+      for (int j = 0; j < 8; j++) {
+        const int e = ids[j];
+        if (e < -1 || e >= E) {
+          atomicMin(sBad, t * K + k0 + j);
+        } else if (e >= 0) {
+          atomicAdd(&sExp[e], 1);
+          m |= 1u << (e / L);
+        }
+      }
+    }
+    a.masks[t] = m;
+  }
+  __syncthreads();
+
+  // 2. send positions: per rank, a block scan over contiguous token chunks.
+  const int per = (T + bs - 1) / bs;
+  const int t0 = min(T, tid * per), t1 = min(T, t0 + per);
+  for (int r = 0; r < n; r++) {
+    int c = 0;
+    for (int t = t0; t < t1; t++) c += (a.masks[t] >> r) & 1;
+    int total;
+    int p = blockExclusiveScan(c, sScan, &total);
+    for (int t = t0; t < t1; t++) a.pos[t * n + r] = ((a.masks[t] >> r) & 1) ? p++ : -1;
+    if (tid == 0) sRank[r] = total;
+  }
+  __syncthreads();
+
+  // 3. headers: to rank r, [n x i64 tokens per rank][L x i32 tokens for r's experts].
+  const bool bad = *sBad != 0x7fffffff;
+  char* base = local(a);
+  for (int i = tid; i < n * n; i += bs) {
+    int r = i / n, q = i % n;
+    reinterpret_cast<i64*>(base + a.offHdrStage + (u64)r * a.hdrB)[q] = bad ? -1 : (i64)sRank[q];
+  }
+  for (int i = tid; i < n * L; i += bs) {
+    int r = i / L, le = i % L;
+    reinterpret_cast<int*>(base + a.offHdrStage + (u64)r * a.hdrB + 8 * n)[le] = bad ? 0 : sExp[r * L + le];
+  }
+  for (int i = tid; i < E; i += bs) a.tokPerExpert[i] = sExp[i];
+  for (int i = tid; i < n; i += bs) a.tokPerRank[i] = sRank[i];
+  if (tid == 0 && bad) fail(a, ErrBadRouting, (u32)*sBad);
+  __syncthreads();
+
+  // 4. counts to every rank (this one too), one warp per destination.
+  Gin gin(comm, 0);
+  Team world = teamWorld(comm);
+  for (int r = warp(); r < n; r += warps())
+    gin.put(world, r, a.win, a.offCnt + ((u64)parity * n + me) * a.hdrB, a.win, a.offHdrStage + (u64)r * a.hdrB, a.hdrB,
+            SignalAdd{sigCnt(a, me), 1}, None{}, CoopWarp{});
+}
+
+// ---- dispatch (normal mode) ----
+
+// writeEntry writes the routing entry of token t for rank r: t, then K
+// local expert ids (-1 where the expert is elsewhere or dropped), then K
+// weights (0 there), then zero padding to ew words (moe's block entry).
+__device__ __forceinline__ void writeEntry(const Args& a, u32* e, const int* idx, const float* w, int t, int r) {
+  const int K = (int)a.topk, L = (int)a.local;
+  e[0] = (u32)t;
+  for (int k0 = 0; k0 < K; k0 += 8) {
+    int ids[8];
+    float ws[8];
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+      ids[j] = k0 + j < K ? idx[t * K + k0 + j] : -1;
+      ws[j] = k0 + j < K ? w[t * K + k0 + j] : 0.f;
+    }
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+      if (k0 + j >= K) break;
+      int id = ids[j];
+      float wt = 0.f;
+      if (id >= 0 && id / L == r) {
+        wt = ws[j];
+        id %= L;
+      } else {
+        id = -1;
+      }
+      e[1 + k0 + j] = (u32)id;
+      e[1 + K + k0 + j] = __float_as_uint(wt);
+    }
+  }
+  for (int j = 1 + 2 * K; j < (int)a.ew; j++) e[j] = 0;
+}
+
+// BlockDest: the destination a block of the normal dispatch serves and its
+// share of the tokens: block j of the g blocks serving rank r. Remote
+// destinations get 4 blocks for each one that copies locally (NVLink is
+// slower than HBM), every destination at least one (the host launches at
+// least n blocks).
+struct BlockDest {
+  int r, j, g;
+};
+__device__ __forceinline__ BlockDest blockDest(int b, int G, int n, int me) {
+  if (n == 1) return BlockDest{me, b, G};
+  const int gs = min(max(1, G / (4 * (n - 1) + 1)), G - (n - 1));  // local copy
+  const int gr = G - gs;                                            // remote destinations
+  if (b >= gr) return BlockDest{me, b - gr, gs};
+  for (int q = 0;; q++) {
+    const int lo = (int)((i64)gr * q / (n - 1)), hi = (int)((i64)gr * (q + 1) / (n - 1));
+    if (b < hi) return BlockDest{(me + 1 + q) % n, b - lo, hi - lo};
+  }
+}
+
+// moe_dispatch: grid of at most one 1024-thread block per SM, at least n.
+// Dynamic shared memory: n*n i64.
+extern "C" __global__ void __launch_bounds__(1024, 1)
+    moe_dispatch(const __grid_constant__ DevComm comm, const __grid_constant__ Args a, const int* __restrict__ idx,
+                 const float* __restrict__ wts, int T, u64 round) {
+  const int n = (int)a.n, me = (int)a.rank, L = (int)a.local;
+  const int parity = (int)(round & 1);
+  extern __shared__ i64 C[];  // [n][n]
+  Gin gin(comm, 0);
+  Team world = teamWorld(comm);
+
+  // 1. every rank's counts.
+  if (!waitAll(a, gin, [&](int s) { return sigCnt(a, s); }, -1, round)) return;
+  const bool bad = loadCounts(a, parity, C);
+  if (bad && blockIdx.x == 0 && threadIdx.x == 0) fail(a, ErrPeerBadRouting, 0);
+  if (blockIdx.x == 0) {  // rows per local expert this rank receives
+    const char* base = local(a);
+    for (int le = threadIdx.x; le < L; le += blockDim.x) {
+      int sum = 0;
+      for (int s = 0; s < n && !bad; s++)
+        sum += reinterpret_cast<const int*>(base + a.offCnt + ((u64)parity * n + s) * a.hdrB + 8 * n)[le];
+      a.recvTokPerExpert[le] = sum;
+    }
+  }
+
+  // 2. each block streams one contiguous token range to one destination
+  // (blockDest), in sub-chunks of 32 tokens: a put per run of consecutive
+  // tokens (contiguous at both ends) and one of their routing entries, with
+  // the whole block (the transport's fastest pattern: one contiguous
+  // stream per SM).
+  __shared__ u32 sBits;
+  __shared__ int sP0;
+  const BlockDest bd = blockDest(blockIdx.x, gridDim.x, n, me);
+  const int r = bd.r;
+  const int tb0 = (int)((i64)T * bd.j / bd.g), tb1 = (int)((i64)T * (bd.j + 1) / bd.g);
+  const i64 base0 = recvOffset(C, n, me, r);
+  const u64 ewB = a.ew * 4;
+  char* base = local(a);
+  for (int c0 = tb0; c0 < tb1 && !bad; c0 += 32) {
+    if (warp() == 0) {
+      const int t = c0 + lane();
+      const bool in = t < tb1 && ((a.masks[t] >> r) & 1);
+      const u32 bits = __ballot_sync(0xffffffffu, in);
+      const int p0 = bits ? __shfl_sync(0xffffffffu, in ? a.pos[t * n + r] : 0, __ffs(bits) - 1) : 0;
+      if (in) {  // routing entries, staged at their place for r
+        const int j = __popc(bits & ((1u << lane()) - 1));
+        writeEntry(a, reinterpret_cast<u32*>(base + a.offMetaStage + ((u64)r * a.maxT + p0 + j) * ewB), idx, wts, t, r);
+      }
+      if (lane() == 0) {
+        sBits = bits;
+        sP0 = p0;
+      }
+    }
+    __syncthreads();
+    const u32 bits = sBits;
+    const i64 row0 = base0 + sP0;  // this sub-chunk's first row at r
+    u64 rest = bits;
+    while (rest) {
+      const int s0 = __ffsll(rest) - 1;
+      const int len = __ffsll(~(rest >> s0)) - 1;
+      const int j = __popc(bits & ((1u << s0) - 1));
+      gin.put(world, r, a.win, a.offRecvX + (u64)(row0 + j) * a.rs, a.win, a.offInput + (u64)(c0 + s0) * a.rs,
+              (u64)len * a.rs, None{}, None{}, CoopBlock{});
+      rest &= ~(((1ull << len) - 1) << s0);
+    }
+    if (bits)
+      gin.put(world, r, a.win, a.offRecvMeta + (u64)row0 * ewB, a.win, a.offMetaStage + ((u64)r * a.maxT + sP0) * ewB,
+              (u64)__popc(bits) * ewB, None{}, None{}, CoopBlock{});
+    __syncthreads();  // sBits, sP0 free
+  }
+  // Completion: the last block done signals every destination.
+  blockFinish(a.finish + parity * n, n, [&](int r) { gin.signal(world, r, SignalAdd{sigData(a, me), 1}, CoopThread{}); });
+
+  // 3. every rank's rows are here.
+  waitAll(a, gin, [&](int s) { return sigData(a, s); }, -1, round);
+}
+
+// ---- combine (normal mode) ----
+
+// accumulate8 adds the 8 bf16 of v to acc.
+__device__ __forceinline__ void accumulate8(float* acc, uint4 v, float w) {
+  const u32 q[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int i = 0; i < 4; i++) {
+    acc[2 * i] += w * __uint_as_float(q[i] << 16);
+    acc[2 * i + 1] += w * __uint_as_float(q[i] & 0xffff0000u);
+  }
+}
+__device__ __forceinline__ uint4 pack8(const float* acc) {
+  uint4 v;
+  v.x = (u32)bf16(acc[0]) | ((u32)bf16(acc[1]) << 16);
+  v.y = (u32)bf16(acc[2]) | ((u32)bf16(acc[3]) << 16);
+  v.z = (u32)bf16(acc[4]) | ((u32)bf16(acc[5]) << 16);
+  v.w = (u32)bf16(acc[6]) | ((u32)bf16(acc[7]) << 16);
+  return v;
+}
+
+// reduceRow: out (hidden bf16) = bf16(sum over j < nsrc of w[j] * src[j]),
+// in float32, for the columns of slice sl of S, by one warp; null sources
+// are skipped. src and w are the warp's slots in shared memory, written
+// before a __syncwarp. Slices are whole 16-byte vectors where rows allow.
+__device__ __forceinline__ void reduceRow(u16* out, int hidden, int sl, int S, int nsrc, const u16* const* src,
+                                          const float* w) {
+  if (((u64)out & 15) == 0 && (hidden & 7) == 0) {
+    const int nv = hidden >> 3, v0 = (int)((i64)nv * sl / S), v1 = (int)((i64)nv * (sl + 1) / S);
+    for (int v = v0 + lane(); v < v1; v += 64) {
+      float acc0[8] = {0, 0, 0, 0, 0, 0, 0, 0}, acc1[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      const bool two = v + 32 < v1;
+      for (int j = 0; j < nsrc; j++) {
+        const uint4* sv = reinterpret_cast<const uint4*>(src[j]);
+        if (sv == nullptr) continue;
+        const uint4 x0 = sv[v];
+        const uint4 x1 = two ? sv[v + 32] : make_uint4(0, 0, 0, 0);
+        accumulate8(acc0, x0, w[j]);
+        if (two) accumulate8(acc1, x1, w[j]);
+      }
+      reinterpret_cast<uint4*>(out)[v] = pack8(acc0);
+      if (two) reinterpret_cast<uint4*>(out)[v + 32] = pack8(acc1);
+    }
+    return;
+  }
+  const int c0 = (int)((i64)hidden * sl / S), c1 = (int)((i64)hidden * (sl + 1) / S);
+  for (int i = c0 + lane(); i < c1; i += 32) {
+    float acc = 0.f;
+    for (int j = 0; j < nsrc; j++)
+      if (src[j] != nullptr) acc += w[j] * bf16f(src[j][i]);
+    out[i] = bf16(acc);
+  }
+}
+
+// slicesPerToken: how many warps share a token's row in a reduction, so
+// that few tokens still keep the grid's warps busy (at least 64 columns
+// per warp).
+__device__ __forceinline__ int slicesPerToken(int T, int hidden, int nw) {
+  return max(1, min(nw / max(T, 1), hidden / 64));
+}
+
+// Per-warp source slots of reduceRow (1024 threads: 32 warps).
+struct ReduceSlots {
+  const u16* src[32][32];
+  float w[32][32];
+};
+
+// moe_combine: out is [T][hidden] bf16. Dynamic shared memory: n*n i64.
+extern "C" __global__ void __launch_bounds__(1024, 1)
+    moe_combine(const __grid_constant__ DevComm comm, const __grid_constant__ Args a, int T, u64 round, u16* out) {
+  const int n = (int)a.n, me = (int)a.rank, H = (int)a.hidden;
+  const int parity = (int)(round & 1);
+  extern __shared__ i64 C[];  // [n][n]
+  Gin gin(comm, 0);
+  Team world = teamWorld(comm);
+  loadCounts(a, parity, C);
+
+  // 1. rows back: to each other source s, the C[s][me] rows it sent here
+  // (contiguous at both ends). The blocks split the concatenation of these
+  // blocks of rows evenly, each streaming its contiguous share.
+  {
+    i64 total = 0;
+    for (int q = 0; q + 1 < n; q++) total += C[((me + 1 + q) % n) * n + me];
+    const i64 a0 = total * blockIdx.x / gridDim.x, a1 = total * (blockIdx.x + 1) / gridDim.x;
+    i64 at = 0;
+    for (int q = 0; q + 1 < n; q++) {
+      const int s = (me + 1 + q) % n;
+      const i64 rows = C[s * n + me];
+      const i64 lo = max(a0, at), hi = min(a1, at + rows);
+      if (lo < hi)
+        gin.put(world, s, a.win, a.offComb + (u64)(combineOffset(C, n, s, me) + lo - at) * a.rs, a.win,
+                a.offRecvX + (u64)(recvOffset(C, n, s, me) + lo - at) * a.rs, (u64)(hi - lo) * a.rs, None{}, None{},
+                CoopBlock{});
+      at += rows;
+    }
+  }
+  char* lb = local(a);
+  blockFinish(a.combFinish + parity * n, n, [&](int s) {
+    if (s != me) gin.signal(world, s, SignalAdd{sigComb(a, me), 1}, CoopThread{});
+  });
+
+  // 2. every other rank returned this rank's rows.
+  if (!waitAll(a, gin, [&](int s) { return sigComb(a, s); }, me, round)) return;
+
+  // 3. out[t] = sum over ranks r that t went to of its row at r, in float32.
+  __shared__ ReduceSlots slots;
+  const i64 myRecv = recvOffset(C, n, me, me);
+  const int gw = blockIdx.x * warps() + warp(), nw = gridDim.x * warps();
+  const int S = slicesPerToken(T, H, nw);
+  for (int it = gw; it < T * S; it += nw) {
+    const int t = it / S;
+    if (lane() < n) {
+      const int r = lane();
+      const int p = a.pos[t * n + r];
+      const u16* src = nullptr;
+      if (p >= 0 && C[me * n + r] > 0) {
+        if (r == me)
+          src = reinterpret_cast<const u16*>(lb + a.offRecvX + (u64)(myRecv + p) * a.rs);
+        else
+          src = reinterpret_cast<const u16*>(lb + a.offComb + (u64)(combineOffset(C, n, me, r) + p) * a.rs);
+      }
+      slots.src[warp()][r] = src;
+      slots.w[warp()][r] = 1.f;
+    }
+    __syncwarp();
+    reduceRow(out + (u64)t * H, H, it % S, S, n, slots.src[warp()], slots.w[warp()]);
+    __syncwarp();
+  }
+}
+
+// ---- low latency ----
+
+// quantize stages token t's FP8 slot: align16(H) e4m3 bytes, then one
+// float32 scale per 128 channels (DeepEP: amax from 1e-4, scale 448/amax,
+// stored scale_inv = amax * (1/448)). All warps of the block.
+__device__ void quantize(const Args& a, const u16* x, u8* slot) {
+  const int H = (int)a.hidden, G = (int)a.groups;
+  float* scales = reinterpret_cast<float*>(slot + ((H + 15) & ~15));
+  for (int g = warp(); g < G; g += warps()) {
+    const int c0 = g * 128 + lane() * 4;
+    float v[4];
+    float amax = 1e-4f;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+      v[i] = c0 + i < H ? bf16f(x[c0 + i]) : 0.f;
+      amax = fmaxf(amax, fabsf(v[i]));
+    }
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, d));
+    const float s = 448.f / amax;
+    const u16 lo = e4m3x2(v[0] * s, v[1] * s), hi = e4m3x2(v[2] * s, v[3] * s);
+    if (c0 + 4 <= H) {
+      *reinterpret_cast<u32*>(slot + c0) = (u32)lo | ((u32)hi << 16);
+    } else {
+      const u8 b[4] = {(u8)lo, (u8)(lo >> 8), (u8)hi, (u8)(hi >> 8)};
+      for (int i = 0; i < 4; i++)
+        if (c0 + i < H) slot[c0 + i] = b[i];
+    }
+    if (lane() == 0) scales[g] = amax * (1.f / 448.f);
+  }
+}
+
+// moe_ll_dispatch: grid of at most one 1024-thread block per SM. Dynamic
+// shared memory: E u32 (the histogram of the routing).
+extern "C" __global__ void __launch_bounds__(1024, 1)
+    moe_ll_dispatch(const __grid_constant__ DevComm comm, const __grid_constant__ Args a, const int* __restrict__ idx,
+                    int T, u64 round) {
+  const int n = (int)a.n, me = (int)a.rank, K = (int)a.topk, E = (int)a.experts, L = (int)a.local;
+  const int maxLL = (int)a.maxLL;
+  const int parity = (int)(round & 1);
+  const int G = gridDim.x, W = warps();
+  Gin gin(comm, 0);
+  Team world = teamWorld(comm);
+  char* lb = local(a);
+  extern __shared__ u32 hist[];  // [E] this rank's pairs per expert
+  __shared__ int sSlot[64];      // slot of each k of the block's token
+
+  // The next round's counters (used two rounds ago); the routing, for
+  // CombineLL; every block's own histogram (one load per pair).
+  const int gt = blockIdx.x * blockDim.x + threadIdx.x, gs = G * blockDim.x;
+  for (int i = gt; i < E; i += gs) {
+    a.llCounter[(parity ^ 1) * E + i] = 0;
+    a.llFinish[(parity ^ 1) * E + i] = 0;
+  }
+  for (int i = gt; i < n; i += gs) a.llCombFinish[(parity ^ 1) * n + i] = 0;
+  for (int i = gt; i < T * K; i += gs) a.llIdx[i] = idx[i];
+  for (int e = threadIdx.x; e < E; e += blockDim.x) hist[e] = 0;
+  __syncthreads();
+  for (int i = threadIdx.x; i < T * K; i += blockDim.x) {
+    const int e = idx[i];
+    if (e >= 0 && e < E) atomicAdd(&hist[e], 1u);
+  }
+
+  // Tokens t = blockIdx.x + m*G: (quantize,) take a slot per expert, put
+  // the row in P parts, one warp each.
+  const int P = max(1, W / K);  // warps per pair
+  const u64 srcB = a.fp8 ? a.slotB : a.hidden * 2;  // bytes of a slot that carry data
+  const u64 ps = ((srcB + P - 1) / P + 15) & ~15ull;
+  for (int t = blockIdx.x; t < T; t += G) {
+    u64 src = a.offInput + (u64)t * a.rs;
+    if (a.fp8) {
+      src = a.offLLStage + (u64)t * a.slotB;
+      quantize(a, reinterpret_cast<const u16*>(lb + a.offInput + (u64)t * a.rs), reinterpret_cast<u8*>(lb + src));
+    }
+    for (int k = threadIdx.x; k < K; k += blockDim.x) {
+      const int e = idx[t * K + k];
+      int slot = -1;
+      if (e >= E || e < -1) {
+        fail(a, ErrBadRouting, (u32)(t * K + k));
+      } else if (e >= 0) {
+        slot = (int)atomicAdd(&a.llCounter[parity * E + e], 1u);
+        if (slot >= maxLL) {
+          fail(a, ErrSlotOverflow, (u32)e);
+          slot = -1;
+        }
+      }
+      sSlot[k] = slot;
+      a.llSlotOf[t * K + k] = slot;
+    }
+    __syncthreads();  // slots taken, FP8 slot staged
+    for (int u = warp(); u < K * P; u += W) {
+      const int k = u % K, part = u / K;
+      const int slot = sSlot[k];
+      if (slot < 0) continue;  // dropped, invalid or overflowed
+      const int e = idx[t * K + k], r = e / L, le = e % L;
+      const u64 at = ((u64)le * n + me) * maxLL + slot;
+      const u64 off = (u64)part * ps;
+      if (off < srcB)
+        gin.put(world, r, a.win, a.offLLX + at * a.slotB + off, a.win, src + off, min(ps, srcB - off), None{}, None{},
+                CoopWarp{});
+      if (part == 0) gin.putValue<u32>(world, r, a.win, a.offLLSrc + at * 4, (u32)(t * K + k), None{}, CoopWarp{});
+    }
+    __syncthreads();  // sSlot and the FP8 stage free for the next token
+  }
+
+  // Completion: the last block done puts each expert its count (the slots
+  // it used, at most MaxLLTokens), signalling it: ll[e] at e's rank.
+  blockFinish(a.llFinish + parity * E, E, [&](int e) {
+    gin.putValue<u32>(world, e / L, a.win, a.offLLCount + ((u64)(e % L) * n + me) * 4, min(hist[e], (u32)maxLL),
+                      SignalAdd{sigLL(a, e % L), 1}, CoopThread{});
+  });
+
+  // Receive: every rank signalled every local expert.
+  for (int le = blockIdx.x; le < L; le += G) {
+    if (!gin.waitSignal(CoopBlock{}, sigLL(a, le), round * n)) {
+      if (threadIdx.x == 0) fail(a, ErrAborted, sigLL(a, le));
+      return;
+    }
+    if (threadIdx.x == 0) {
+      int tot = 0;
+      for (int s = 0; s < n; s++) tot += (int)reinterpret_cast<const u32*>(lb + a.offLLCount)[le * n + s];
+      a.llTokPerExpert[le] = tot;
+    }
+  }
+}
+
+// moe_ll_combine: wts [T][K] float32; out [T][hidden] bf16. Dynamic shared
+// memory: (L*n + 1) ints.
+extern "C" __global__ void __launch_bounds__(1024, 1)
+    moe_ll_combine(const __grid_constant__ DevComm comm, const __grid_constant__ Args a, const float* __restrict__ wts,
+                   int T, u64 round, u16* out) {
+  const int n = (int)a.n, me = (int)a.rank, K = (int)a.topk, L = (int)a.local, H = (int)a.hidden;
+  const int maxLL = (int)a.maxLL;
+  const int parity = (int)(round & 1);
+  extern __shared__ int pre[];  // [L*n+1]: rows to send, exclusive prefix over (le, s)
+  __shared__ int P;
+  __shared__ int scan[33];
+  Gin gin(comm, 0);
+  Team world = teamWorld(comm);
+  char* lb = local(a);
+  const u32* count = reinterpret_cast<const u32*>(lb + a.offLLCount);
+  // 1. which rows go back where (rows from this rank stay): an exclusive
+  // prefix over (le, s) of the rows to send, by a block scan.
+  {
+    const int m = L * n, per = (m + (int)blockDim.x - 1) / (int)blockDim.x;
+    const int i0 = min(m, (int)threadIdx.x * per), i1 = min(m, i0 + per);
+    int c = 0;
+    for (int i = i0; i < i1; i++) {
+      const int v = i % n == me ? 0 : min(maxLL, (int)count[i]);
+      pre[i] = v;
+      c += v;
+    }
+    int all;
+    int ex = blockExclusiveScan(c, scan, &all);
+    for (int i = i0; i < i1; i++) {
+      const int v = pre[i];
+      pre[i] = ex;
+      ex += v;
+    }
+    if (threadIdx.x == 0) {
+      pre[m] = all;
+      P = max(1, min(16, (int)(gridDim.x * warps()) / max(1, all)));
+    }
+  }
+  __syncthreads();
+  const u64 rowB = (u64)H * 2;
+  const u64 ps = ((rowB + P - 1) / P + 15) & ~15ull;
+  const int items = pre[L * n] * P;
+  for (int slot = warp();; slot += warps()) {
+    const int i = slot * gridDim.x + blockIdx.x;
+    if (i >= items) break;
+    const int row = i / P, part = i % P;
+    int lo = 0, hi = L * n;  // last (le, s) with pre <= row
+    while (hi - lo > 1) {
+      const int mid = (lo + hi) / 2;
+      if (pre[mid] <= row) lo = mid;
+      else hi = mid;
+    }
+    const int le = lo / n, s = lo % n, j = row - pre[lo];
+    const u64 at = ((u64)le * n + s) * maxLL + j;
+    const u32 v = reinterpret_cast<const u32*>(lb + a.offLLSrc)[at];  // t*K+k at s
+    const u64 off = (u64)part * ps;
+    if (off < rowB)
+      gin.put(world, s, a.win, a.offLLComb + (u64)v * a.rs + off, a.win, a.offLLY + at * a.rs + off, min(ps, rowB - off),
+              None{}, None{}, CoopWarp{});
+  }
+  blockFinish(a.llCombFinish + parity * n, n, [&](int s) {
+    if (s != me) gin.signal(world, s, SignalAdd{sigLLComb(a, me), 1}, CoopThread{});
+  });
+
+  // 2. every other rank returned its rows.
+  if (!waitAll(a, gin, [&](int s) { return sigLLComb(a, s); }, me, round)) return;
+
+  // 3. out[t] = sum over k of w[t][k] * row(t, k), in float32.
+  const int gw = blockIdx.x * warps() + warp(), nw = gridDim.x * warps();
+  const int S = slicesPerToken(T, H, nw);
+  __shared__ ReduceSlots slots;
+  for (int it = gw; it < T * S; it += nw) {
+    const int t = it / S;
+    if (lane() < K) {
+      const int k = lane();
+      const u16* src = nullptr;
+      float w = 0.f;
+      const int e = a.llIdx[t * K + k];
+      if (e >= 0 && e < (int)a.experts) {
+        w = wts[t * K + k];
+        if (e / L == me) {
+          const int slot = a.llSlotOf[t * K + k];
+          if (slot >= 0) src = reinterpret_cast<const u16*>(lb + a.offLLY + (((u64)(e % L) * n + me) * maxLL + slot) * a.rs);
+        } else if (a.llSlotOf[t * K + k] >= 0) {
+          src = reinterpret_cast<const u16*>(lb + a.offLLComb + (u64)(t * K + k) * a.rs);
+        }
+      }
+      slots.src[warp()][k] = src;
+      slots.w[warp()][k] = w;
+    }
+    __syncwarp();
+    reduceRow(out + (u64)t * H, H, it % S, S, K, slots.src[warp()], slots.w[warp()]);
+    __syncwarp();
+  }
+}
+
+// ---- stand-in experts (tests, examples): expert e multiplies by f(e) ----
+
+// expertScale: mode 0 identity, 1 scaled (1 + e%4, as examples/moe).
+__device__ __forceinline__ float expertScale(int mode, int e) { return mode == 0 ? 1.f : (float)(1 + e % 4); }
+
+// moe_expert_normal: each received row, in place: y = bf16(sum over its
+// local experts of w * f(e) * x).
+extern "C" __global__ void __launch_bounds__(1024, 1)
+    moe_expert_normal(const __grid_constant__ Args a, u64 round, int mode) {
+  const int n = (int)a.n, me = (int)a.rank, K = (int)a.topk, L = (int)a.local, H = (int)a.hidden;
+  extern __shared__ i64 C[];
+  loadCounts(a, (int)(round & 1), C);
+  i64 rows = 0;
+  for (int s = 0; s < n; s++) rows += C[s * n + me];
+  char* lb = local(a);
+  const int gw = blockIdx.x * warps() + warp(), nw = gridDim.x * warps();
+  for (i64 i = gw; i < rows; i += nw) {
+    const u32* e = reinterpret_cast<const u32*>(lb + a.offRecvMeta + (u64)i * a.ew * 4);
+    float coef = 0.f;
+    for (int k = 0; k < K; k++) {
+      const int le = (int)e[1 + k];
+      if (le >= 0) coef += __uint_as_float(e[1 + K + k]) * expertScale(mode, me * L + le);
+    }
+    u16* x = reinterpret_cast<u16*>(lb + a.offRecvX + (u64)i * a.rs);
+    for (int c = lane(); c < H; c += 32) x[c] = bf16(coef * bf16f(x[c]));
+  }
+}
+
+// moe_expert_ll: each received slot: y = bf16(f(e) * x), x dequantized
+// from FP8 where the handle carries FP8.
+extern "C" __global__ void __launch_bounds__(1024, 1) moe_expert_ll(const __grid_constant__ Args a, int mode) {
+  const int n = (int)a.n, me = (int)a.rank, L = (int)a.local, H = (int)a.hidden, maxLL = (int)a.maxLL;
+  char* lb = local(a);
+  const u32* count = reinterpret_cast<const u32*>(lb + a.offLLCount);
+  for (int ls = blockIdx.x; ls < L * n; ls += gridDim.x) {
+    const int le = ls / n;
+    const int c = min(maxLL, (int)count[ls]);
+    const float f = expertScale(mode, me * L + le);
+    for (int j = warp(); j < c; j += warps()) {
+      const u64 at = (u64)ls * maxLL + j;
+      u16* y = reinterpret_cast<u16*>(lb + a.offLLY + at * a.rs);
+      if (a.fp8) {
+        const u8* q = reinterpret_cast<const u8*>(lb + a.offLLX + at * a.slotB);
+        const float* sc = reinterpret_cast<const float*>(q + ((H + 15) & ~15));
+        for (int i = lane(); i < H; i += 32) y[i] = bf16(f * (e4m3f(q[i]) * sc[i >> 7]));
+      } else {
+        for (int i = lane(); i < H; i += 32) y[i] = bf16(f * bf16f(y[i]));
+      }
+    }
+  }
+}
+
+// ---- helpers ----
+
+// moe_copy_rows copies rows rows of rowB bytes between strided buffers.
+extern "C" __global__ void __launch_bounds__(1024, 1) moe_copy_rows(char* dst, u64 dstStride, const char* src, u64 srcStride, int rows, u64 rowB) {
+  const int gw = blockIdx.x * warps() + warp(), nw = gridDim.x * warps();
+  for (int r = gw; r < rows; r += nw) {
+    char* d = dst + (u64)r * dstStride;
+    const char* s = src + (u64)r * srcStride;
+    if ((((u64)d | (u64)s | rowB) & 15) == 0) {
+      for (u64 i = lane(); i < rowB / 16; i += 32) reinterpret_cast<uint4*>(d)[i] = reinterpret_cast<const uint4*>(s)[i];
+    } else {
+      for (u64 i = lane(); i < rowB; i += 32) d[i] = s[i];
+    }
+  }
+}
+
+// moe_sync: waits until *gate (pinned host memory) is nonzero, when gate is
+// set, then meets every rank at a device barrier: the start line of a
+// timed round. One block.
+extern "C" __global__ void __launch_bounds__(1024, 1) moe_sync(const __grid_constant__ DevComm comm, const volatile u64* gate) {
+  Gin gin(comm, 0);
+  __shared__ int ok;
+  if (threadIdx.x == 0) {
+    ok = 1;
+    if (gate != nullptr)
+      for (u32 i = 1; *gate == 0; i++)
+        if ((i & 1023) == 0 && gin.aborted()) {
+          ok = 0;
+          break;
+        }
+  }
+  __syncthreads();
+  if (!ok) return;
+  BarrierSession<CoopBlock> bar(CoopBlock{}, gin, teamWorld(comm), 0);
+  bar.sync(CoopBlock{});
+}
+
+}  // namespace moe

@@ -1,0 +1,62 @@
+package gpumoe
+
+import (
+	_ "embed"
+	"fmt"
+
+	"github.com/rdmactor/rdmactor/transport/gpu"
+	"github.com/rdmactor/rdmactor/transport/gpu/cuda"
+)
+
+// kernelSource is kernels.cu: every kernel of the package, compiled once
+// per device by NVRTC (through gpu.Compile's cache) with gin.cuh on the
+// include path.
+//
+//go:embed kernels.cu
+var kernelSource string
+
+const kernelName = "moe_kernels.cu"
+
+// compileOptions are the NVRTC options of kernels.cu: the size of Args,
+// which kernels.cu checks against its struct (a static_assert).
+func compileOptions() []string { return []string{fmt.Sprintf("-DMOE_ARGS_WORDS=%d", argWords)} }
+
+// kernel names, as kernels.cu exports them.
+const (
+	kLayout     = "moe_layout"
+	kDispatch   = "moe_dispatch"
+	kCombine    = "moe_combine"
+	kLLDispatch = "moe_ll_dispatch"
+	kLLCombine  = "moe_ll_combine"
+	kExpert     = "moe_expert_normal"
+	kExpertLL   = "moe_expert_ll"
+	kCopyRows   = "moe_copy_rows"
+	kSync       = "moe_sync"
+)
+
+var kernelNames = []string{kLayout, kDispatch, kCombine, kLLDispatch, kLLCombine, kExpert, kExpertLL, kCopyRows, kSync}
+
+// kernels are the loaded functions of one device.
+type kernels struct {
+	mod *cuda.Module
+	fn  map[string]*cuda.Function
+}
+
+func loadKernels(g *gpu.Comm) (*kernels, error) {
+	mod, err := g.Load(kernelName, kernelSource, compileOptions()...)
+	if err != nil {
+		return nil, fmt.Errorf("moe kernels: %w", err)
+	}
+	k := &kernels{mod: mod, fn: map[string]*cuda.Function{}}
+	for _, name := range kernelNames {
+		f, err := mod.Function(name)
+		if err != nil {
+			mod.Close()
+			return nil, fmt.Errorf("moe kernels: %w", err)
+		}
+		k.fn[name] = f
+	}
+	return k, nil
+}
+
+func (k *kernels) close() error { return k.mod.Close() }

@@ -1,0 +1,189 @@
+package gpumoe
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/rdmactor/rdmactor/moe"
+	"github.com/rdmactor/rdmactor/transport/gpu/cuda"
+)
+
+// RecvLL is what DispatchLL delivers to this rank, in device memory: for
+// each local expert and source rank, the rows that source sent to that
+// expert in fixed slots (DeepEP's packed_recv_x, packed_recv_count,
+// packed_recv_src_info, without packing across sources).
+//
+// Valid until the next DispatchLL.
+type RecvLL struct {
+	h     *Handle
+	round uint64
+	// X is [LocalExperts][Size][MaxLLTokens] slots of SlotBytes: slot j of
+	// local expert e from rank s holds a row for j < Count[e][s]. A bf16
+	// slot is the row; an FP8 slot is the e4m3 row padded to 16 bytes,
+	// then one float32 scale per 128 channels (x = e4m3 * scale).
+	X cuda.DevicePtr
+	// Y is where CombineLL takes the expert outputs: the same slots as X,
+	// rows of Hidden bf16 every RowStride bytes. For bf16 it is X itself
+	// (outputs written in place); for FP8 a buffer of its own.
+	Y cuda.DevicePtr
+	// Count is [LocalExperts][Size] uint32: rows per (local expert, source).
+	Count cuda.DevicePtr
+	// Src is [LocalExperts][Size][MaxLLTokens] uint32: t*TopK+k of each
+	// row at its source (token t's slot k).
+	Src cuda.DevicePtr
+	// TokensPerExpert is [LocalExperts] int32: rows per local expert.
+	TokensPerExpert cuda.DevicePtr
+	// SlotBytes is the distance between slots of X.
+	SlotBytes int
+}
+
+// DispatchLL queues the low-latency dispatch of numTokens tokens (at most
+// MaxLLTokens): x is [numTokens][Hidden] contiguous bf16 device memory,
+// copied into Input unless it is Input (or 0); topkIdx is
+// [numTokens][TopK] int32 device memory (-1: dropped), kept by the Handle
+// for CombineLL. Collective.
+//
+// One kernel, no count exchange: each block takes tokens, quantizes them
+// (FP8), takes a slot per (token, expert) from a per-expert atomic and puts
+// the row into that slot at the expert's rank (split over several warps),
+// with its t*K+k; once every block is done, the last one puts each expert
+// its count with SignalAdd(ll[expert], 1) — from every rank to every
+// expert, rows or not. The kernel returns when every rank signalled every
+// local expert.
+// Expert ids outside [-1, NumExperts) are skipped and reported by Sync
+// (*KernelError, moe.ErrBadArgument).
+func (h *Handle) DispatchLL(x, topkIdx cuda.DevicePtr, numTokens int) (*RecvLL, error) {
+	const name = "low-latency dispatch"
+	if err := h.begin(name, idle); err != nil {
+		return nil, err
+	}
+	defer h.mu.Unlock()
+	switch {
+	case h.p.maxLL == 0:
+		return nil, fmt.Errorf("gpumoe: %s: the handle has no low-latency buffers (Config.MaxLLTokens): %w", name, moe.ErrBadArgument)
+	case numTokens < 0 || numTokens > h.p.maxLL:
+		return nil, fmt.Errorf("gpumoe: %s: %d tokens, the handle holds %d: %w", name, numTokens, h.p.maxLL, moe.ErrBadArgument)
+	case numTokens > 0 && topkIdx == 0:
+		return nil, fmt.Errorf("gpumoe: %s: null routing: %w", name, moe.ErrBadArgument)
+	}
+	if err := h.copyIn(x, numTokens); err != nil {
+		return nil, err
+	}
+	h.llRound++
+	if err := h.launch(kLLDispatch, h.blocks, h.p.llDispShared(), h.g.DevComm(), h.args, topkIdx, int32(numTokens), h.llRound); err != nil {
+		return nil, err
+	}
+	h.llTok = numTokens
+	h.st = dispatchedLL
+	w := h.win.Ptr()
+	h.recvLL = &RecvLL{h: h, round: h.llRound, X: w + cuda.DevicePtr(h.p.llX), Y: w + cuda.DevicePtr(h.p.llY),
+		Count: w + cuda.DevicePtr(h.p.llCount), Src: w + cuda.DevicePtr(h.p.llSrc),
+		TokensPerExpert: h.state + cuda.DevicePtr(h.p.llTokPerExpert), SlotBytes: h.p.slotB}
+	return h.recvLL, nil
+}
+
+// CombineLL queues the low-latency combine of the last DispatchLL: each
+// expert output row (RecvLL.Y, unweighted) goes back to its source's
+// [t][k] slot, and the source sums in float32 and rounds once:
+//
+//	out[t] = bf16(sum over k with topkIdx[t][k] >= 0 of topkWeights[t][k] * y[t][k])
+//
+// topkWeights is [numTokens][TopK] float32 device memory, out
+// [numTokens][Hidden] contiguous bf16 device memory. Rows of this rank's
+// own experts are read where they are. One signal llComb[me] per
+// destination. Collective.
+func (h *Handle) CombineLL(topkWeights, out cuda.DevicePtr) error {
+	const name = "low-latency combine"
+	if err := h.begin(name, dispatchedLL); err != nil {
+		return err
+	}
+	defer h.mu.Unlock()
+	if h.llTok > 0 && (topkWeights == 0 || out == 0) {
+		return fmt.Errorf("gpumoe: %s: null weights or output: %w", name, moe.ErrBadArgument)
+	}
+	h.st = idle
+	return h.launch(kLLCombine, h.blocks, h.p.llCombShared(), h.g.DevComm(), h.args, topkWeights, int32(h.llTok),
+		h.llRound, out)
+}
+
+// RunExpertsLL queues the stand-in experts over every received slot:
+// Y = bf16(f_e * x), x dequantized from FP8 where the Handle carries FP8.
+func (h *Handle) RunExpertsLL(r *RecvLL, x Expert) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.recvLL != r || h.st != dispatchedLL {
+		return fmt.Errorf("gpumoe: low-latency experts: not the current dispatch: %w", ErrOrder)
+	}
+	return h.launch(kExpertLL, h.blocks, 0, h.args, int32(x))
+}
+
+// RecvLLHost is a RecvLL copied to the host (RecvLL.Read).
+type RecvLLHost struct {
+	Ranks, MaxTokens, SlotBytes int
+	// Count is [LocalExperts][Ranks] rows per (local expert, source).
+	Count []int
+	// Src is [LocalExperts][Ranks][MaxTokens] t*TopK+k at the source.
+	Src []uint32
+	// Slots is X's bytes, [LocalExperts][Ranks][MaxTokens][SlotBytes].
+	Slots []byte
+	// Y is Y's bytes, [LocalExperts][Ranks][MaxTokens][RowStride]: the
+	// expert outputs (for bf16, the same bytes as Slots).
+	Y         []byte
+	RowStride int
+}
+
+// YRow is the expert output of slot j of local expert e from rank s,
+// Hidden bf16 bits.
+func (r *RecvLLHost) YRow(e, s, j, hidden int) []uint16 {
+	at := ((e*r.Ranks+s)*r.MaxTokens + j) * r.RowStride
+	y := make([]uint16, hidden)
+	for i := range y {
+		y[i] = binary.LittleEndian.Uint16(r.Y[at+2*i:])
+	}
+	return y
+}
+
+// Slot is the bytes of slot j of local expert e from rank s.
+func (r *RecvLLHost) Slot(e, s, j int) []byte {
+	at := ((e*r.Ranks+s)*r.MaxTokens + j) * r.SlotBytes
+	return r.Slots[at : at+r.SlotBytes]
+}
+
+// Read copies r to the host after Sync.
+func (r *RecvLL) Read() (*RecvLLHost, error) {
+	h := r.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.recvLL != r {
+		return nil, ErrStale
+	}
+	p := &h.p
+	out := &RecvLLHost{Ranks: p.n, MaxTokens: p.maxLL, SlotBytes: p.slotB, RowStride: p.rs}
+	cnt := make([]byte, 4*p.l*p.n)
+	src := make([]byte, 4*p.l*p.n*p.maxLL)
+	out.Slots = make([]byte, p.l*p.n*p.maxLL*p.slotB)
+	out.Y = out.Slots
+	reads := []struct {
+		off int
+		b   []byte
+	}{{p.llCount, cnt}, {p.llSrc, src}, {p.llX, out.Slots}}
+	if p.fp8 {
+		out.Y = make([]byte, p.l*p.n*p.maxLL*p.rs)
+		reads = append(reads, struct {
+			off int
+			b   []byte
+		}{p.llY, out.Y})
+	}
+	for _, rd := range reads {
+		if err := h.win.Read(rd.off, rd.b); err != nil {
+			return nil, err
+		}
+	}
+	for i := range p.l * p.n {
+		out.Count = append(out.Count, min(p.maxLL, int(binary.LittleEndian.Uint32(cnt[4*i:]))))
+	}
+	for i := range p.l * p.n * p.maxLL {
+		out.Src = append(out.Src, binary.LittleEndian.Uint32(src[4*i:]))
+	}
+	return out, nil
+}

@@ -1,0 +1,482 @@
+package gpumoe
+
+import (
+	"math"
+	"math/bits"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/rdmactor/rdmactor/moe"
+	"github.com/stretchr/testify/require"
+)
+
+// A model of kernels.cu's index math, statement for statement where it
+// matters (STYLE 18: check against a dumb model): the layout's chunked
+// block scan, the dispatch's blocks, sub-chunks, runs and prefix-sum
+// offsets, the combine's split of the returned rows and its reduction, and the low-latency parts and
+// prefix search. It checks them against package moe's CPU functions and
+// against Reference, for routings with the edge cases.
+
+type modelInput struct {
+	x   []uint16 // [T][H]
+	idx []int32  // [T][K]
+	w   []float32
+	T   int
+}
+
+type modelCase struct {
+	name          string
+	n, H, K, E, T int
+	route         func(rng *rand.Rand, rank, T, K, E, n int) ([]int32, []float32)
+}
+
+func uniformRoute(rng *rand.Rand, rank, T, K, E, n int) ([]int32, []float32) {
+	idx, w, err := moe.RandomRouting(rng.Uint64(), rank, T, K, E, moe.Skew{})
+	if err != nil {
+		panic(err)
+	}
+	return idx, w
+}
+
+var modelCases = []modelCase{
+	{"uniform", 2, 64, 8, 16, 100, uniformRoute},
+	{"four-ranks", 4, 40, 4, 16, 77, uniformRoute},
+	{"odd-hidden", 2, 13, 3, 8, 33, uniformRoute},
+	{"dropped", 3, 24, 4, 12, 50, func(rng *rand.Rand, rank, T, K, E, n int) ([]int32, []float32) {
+		idx, w, _ := moe.RandomRouting(rng.Uint64(), rank, T, K, E, moe.Skew{Drop: 0.4})
+		return idx, w
+	}},
+	{"one-expert", 2, 16, 2, 8, 40, func(rng *rand.Rand, rank, T, K, E, n int) ([]int32, []float32) {
+		idx, w := make([]int32, T*K), make([]float32, T*K)
+		for i := range idx {
+			idx[i], w[i] = -1, 0
+			if i%K == 0 {
+				idx[i], w[i] = 5, 1 // every token to expert 5 (rank 1)
+			}
+		}
+		return idx, w
+	}},
+	{"rank1-empty", 2, 16, 4, 8, 40, func(rng *rand.Rand, rank, T, K, E, n int) ([]int32, []float32) {
+		idx, w := make([]int32, T*K), make([]float32, T*K)
+		for i := range idx {
+			idx[i], w[i] = int32(i%K), 0.25 // experts 0..3: all on rank 0
+		}
+		return idx, w
+	}},
+	{"no-tokens", 2, 16, 4, 8, 0, uniformRoute},
+}
+
+func (c modelCase) inputs(seed uint64) []modelInput {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	in := make([]modelInput, c.n)
+	for r := range c.n {
+		T := c.T
+		if c.name == "four-ranks" {
+			T = c.T - 10*r // ranks with different token counts
+		}
+		idx, w := c.route(rng, r, T, c.K, c.E, c.n)
+		x := make([]uint16, T*c.H)
+		for i := range x {
+			x[i] = moe.BF16(float32(rng.IntN(17)-8) / 4)
+		}
+		in[r] = modelInput{x: x, idx: idx, w: w, T: T}
+	}
+	return in
+}
+
+// layoutModel is moe_layout on one rank: masks, then per rank a block scan
+// over chunks of ceil(T/1024) tokens per thread.
+func layoutModel(idx []int32, T, K, L, n int) (masks []uint32, pos []int32, perRank []int) {
+	const bs = threads
+	masks = make([]uint32, T)
+	for t := range T {
+		for k := range K {
+			if e := idx[t*K+k]; e >= 0 {
+				masks[t] |= 1 << (int(e) / L)
+			}
+		}
+	}
+	pos = make([]int32, T*n)
+	perRank = make([]int, n)
+	per := (T + bs - 1) / bs
+	for r := range n {
+		counts := make([]int, bs)
+		for tid := range bs {
+			t0 := min(T, tid*per)
+			for t := t0; t < min(T, t0+per); t++ {
+				counts[tid] += int(masks[t]>>r) & 1
+			}
+		}
+		excl := 0
+		for tid := range bs {
+			p := excl
+			t0 := min(T, tid*per)
+			for t := t0; t < min(T, t0+per); t++ {
+				if masks[t]>>r&1 != 0 {
+					pos[t*n+r] = int32(p)
+					p++
+				} else {
+					pos[t*n+r] = -1
+				}
+			}
+			excl += counts[tid]
+		}
+		perRank[r] = excl
+	}
+	return masks, pos, perRank
+}
+
+func recvOffset(C []int, n, s, r int) int {
+	o := 0
+	for q := range s {
+		o += C[q*n+r]
+	}
+	return o
+}
+
+func combineOffset(C []int, n, s, r int) int {
+	o := 0
+	for q := range r {
+		o += C[s*n+q]
+	}
+	return o
+}
+
+type modelRecv struct {
+	rows    [][]uint16 // by receive row; nil: never written
+	entries [][]uint32
+}
+
+func TestModelNormal(t *testing.T) {
+	for _, c := range modelCases {
+		t.Run(c.name, func(t *testing.T) {
+			n, H, K, E := c.n, c.H, c.K, c.E
+			L := E / n
+			in := c.inputs(1)
+			maxT := max(c.T, 1)
+			ew := align(1+2*K, 4)
+			masks := make([][]uint32, n)
+			pos := make([][]int32, n)
+			C := make([]int, n*n)
+			for s := range n {
+				var perRank []int
+				masks[s], pos[s], perRank = layoutModel(in[s].idx, in[s].T, K, L, n)
+				// Against package moe.
+				lay, err := moe.GetDispatchLayout(in[s].idx, in[s].T, K, E, n)
+				require.NoError(t, err)
+				require.Equal(t, lay.NumTokensPerRank, perRank)
+				want := make([]int32, in[s].T*n)
+				moe.SendPositions(want, lay.IsTokenInRank, in[s].T, n)
+				require.Equal(t, want, pos[s])
+				copy(C[s*n:], perRank)
+			}
+			// Dispatch: every block of every rank, as moe_dispatch runs
+			// them (any order: they write disjoint rows).
+			recv := make([]modelRecv, n)
+			for _, G := range []int{n, 5, 132} { // grids: the least, small, an H200's
+				for r := range n {
+					recv[r] = modelRecv{rows: make([][]uint16, n*maxT), entries: make([][]uint32, n*maxT)}
+				}
+				for me := range n {
+					T := in[me].T
+					for b := range G {
+						r, j, g := blockDest(b, G, n, me)
+						tb0, tb1 := T*j/g, T*(j+1)/g
+						for c0 := tb0; c0 < tb1; c0 += 32 {
+							var bitsOf uint32
+							for l := range 32 {
+								if t := c0 + l; t < tb1 && masks[me][t]>>r&1 != 0 {
+									bitsOf |= 1 << l
+								}
+							}
+							if bitsOf == 0 {
+								continue
+							}
+							p0 := int(pos[me][(c0+bits.TrailingZeros32(bitsOf))*n+r])
+							row0 := recvOffset(C, n, me, r) + p0
+							rest := uint64(bitsOf)
+							for rest != 0 {
+								s0 := bits.TrailingZeros64(rest)
+								ln := bits.TrailingZeros64(^(rest >> s0))
+								j := bits.OnesCount32(bitsOf & (1<<s0 - 1))
+								for q := range ln {
+									require.Nil(t, recv[r].rows[row0+j+q], "row written twice")
+									recv[r].rows[row0+j+q] = in[me].x[(c0+s0+q)*H : (c0+s0+q+1)*H]
+								}
+								rest &^= (1<<ln - 1) << s0
+							}
+							for l := range 32 {
+								if bitsOf>>l&1 == 0 {
+									continue
+								}
+								tk := c0 + l
+								j := bits.OnesCount32(bitsOf & (1<<l - 1))
+								e := make([]uint32, ew)
+								e[0] = uint32(tk)
+								for k := range K {
+									id, wt := in[me].idx[tk*K+k], float32(0)
+									if id >= 0 && int(id)/L == r {
+										id, wt = id%int32(L), in[me].w[tk*K+k]
+									} else {
+										id = -1
+									}
+									e[1+k] = uint32(id)
+									e[1+K+k] = mathFloat32bits(wt)
+								}
+								recv[r].entries[row0+j] = e
+							}
+						}
+					}
+				}
+				for r := range n {
+					got := 0
+					for _, row := range recv[r].rows {
+						if row != nil {
+							got++
+						}
+					}
+					require.Equal(t, recvOffset(C, n, n, r), got, "grid %d: rows at rank %d", G, r)
+				}
+			}
+			// The combine's split: every rank's blocks return each remote
+			// row exactly once.
+			for me := range n {
+				for _, G := range []int{1, 7, 132} {
+					seen := map[[2]int]int{}
+					total := 0
+					for q := 0; q+1 < n; q++ {
+						total += C[((me+1+q)%n)*n+me]
+					}
+					for b := range G {
+						a0, a1 := total*b/G, total*(b+1)/G
+						at := 0
+						for q := 0; q+1 < n; q++ {
+							s := (me + 1 + q) % n
+							rows := C[s*n+me]
+							for i := max(a0, at); i < min(a1, at+rows); i++ {
+								seen[[2]int{s, i - at}]++
+							}
+							at += rows
+						}
+					}
+					require.Len(t, seen, total)
+					for k, v := range seen {
+						require.Equal(t, 1, v, "row %v", k)
+					}
+				}
+			}
+			// What each rank received, against package moe's layout.
+			for r := range n {
+				row := 0
+				for s := range n {
+					lay, _ := moe.GetDispatchLayout(in[s].idx, in[s].T, K, E, n)
+					require.Equal(t, row, recvOffset(C, n, s, r))
+					for tk := range in[s].T {
+						if !lay.IsTokenInRank[tk*n+r] {
+							continue
+						}
+						require.Equal(t, in[s].x[tk*H:(tk+1)*H], recv[r].rows[row], "rank %d row %d", r, row)
+						require.Equal(t, uint32(tk), recv[r].entries[row][0])
+						row++
+					}
+				}
+				require.Equal(t, row, recvOffset(C, n, n, r))
+				for i := row; i < len(recv[r].rows); i++ {
+					require.Nil(t, recv[r].rows[i], "rank %d row %d beyond its rows", r, i)
+				}
+			}
+			// Experts (scaled, in place, as moe_expert_normal), then combine.
+			y := make([][][]float32, n)
+			for r := range n {
+				total := recvOffset(C, n, n, r)
+				y[r] = make([][]float32, total)
+				for i := range total {
+					coef := float32(0)
+					e := recv[r].entries[i]
+					for k := range K {
+						if le := int32(e[1+k]); le >= 0 {
+							coef += mathFloat32frombits(e[1+K+k]) * Scaled.Scale(r*L+int(le))
+						}
+					}
+					y[r][i] = make([]float32, H)
+					for ch, v := range recv[r].rows[i] {
+						y[r][i][ch] = moe.Float32(moe.BF16(coef * moe.Float32(v)))
+					}
+				}
+			}
+			for me := range n {
+				// comb[me]: rows returned by every other rank, at
+				// combineOffset(me, r); rank r puts its C[me][r] rows from
+				// recvOffset(me, r).
+				comb := make([][]float32, n*maxT)
+				for r := range n {
+					if r == me {
+						continue
+					}
+					for j := range C[me*n+r] {
+						comb[combineOffset(C, n, me, r)+j] = y[r][recvOffset(C, n, me, r)+j]
+					}
+				}
+				out := make([]uint16, in[me].T*H)
+				for tk := range in[me].T {
+					for ch := range H {
+						acc := float32(0)
+						for r := range n {
+							p := int(pos[me][tk*n+r])
+							if p < 0 || C[me*n+r] == 0 {
+								continue
+							}
+							var src []float32
+							if r == me {
+								src = y[me][recvOffset(C, n, me, me)+p]
+							} else {
+								src = comb[combineOffset(C, n, me, r)+p]
+							}
+							acc += src[ch]
+						}
+						out[tk*H+ch] = moe.BF16(acc)
+					}
+				}
+				want := Reference(in[me].x, in[me].idx, in[me].w, H, K, Scaled, false)
+				require.Less(t, RelError(out, want, H), 2e-2, "rank %d", me)
+			}
+		})
+	}
+}
+
+func TestModelLowLatency(t *testing.T) {
+	for _, c := range modelCases {
+		if c.T > 64 {
+			c.T = 64
+		}
+		for _, fp8 := range []bool{false, true} {
+			name := c.name + "/bf16"
+			if fp8 {
+				name = c.name + "/fp8"
+			}
+			t.Run(name, func(t *testing.T) {
+				n, H, K, E := c.n, c.H, c.K, c.E
+				L := E / n
+				in := c.inputs(2)
+				maxLL := max(c.T, 1)
+				p, err := newPlan(Config{Hidden: H, TopK: K, NumExperts: E, MaxLLTokens: maxLL, FP8: fp8}, n, 0)
+				require.NoError(t, err)
+				rng := rand.New(rand.NewPCG(3, 4))
+				// Dispatch: slots in any order (atomics); parts of P warps.
+				type slotKey struct{ e, s, j int } // global expert
+				slots := map[slotKey][]float32{}   // dequantized rows
+				src := map[slotKey]uint32{}
+				count := make([]int, E*n) // [expert][source]
+				slotOf := make([][]int, n)
+				P := max(1, 32/K)
+				srcB := 2 * H
+				if fp8 {
+					srcB = p.slotB
+				}
+				ps := align((srcB+P-1)/P, 16)
+				covered := 0
+				for part := range P {
+					if off := part * ps; off < srcB {
+						covered += min(ps, srcB-off)
+					}
+				}
+				require.Equal(t, srcB, covered, "parts cover the slot")
+				for s := range n {
+					slotOf[s] = make([]int, in[s].T*K)
+					order := rng.Perm(in[s].T * K)
+					next := make([]int, E)
+					for _, i := range order {
+						e := int(in[s].idx[i])
+						slotOf[s][i] = -1
+						if e < 0 {
+							continue
+						}
+						j := next[e]
+						next[e]++
+						slotOf[s][i] = j
+						tk := i / K
+						row := in[s].x[tk*H : (tk+1)*H]
+						var xf []float32
+						if fp8 {
+							xf = DequantizeFP8(QuantizeFP8(row))
+						} else {
+							for _, v := range row {
+								xf = append(xf, moe.Float32(v))
+							}
+						}
+						k := slotKey{e, s, j}
+						slots[k], src[k] = xf, uint32(i)
+						count[e*n+s]++
+					}
+				}
+				// Expert at rank e/L, scaled; then combine: items over
+				// (le, s, j) by prefix search, P parts each.
+				for me := range n {
+					pre := make([]int, L*n+1)
+					total := make([]int, n)
+					acc := 0
+					for i := range L * n {
+						pre[i] = acc
+						s := i % n
+						cnt := 0
+						if s != me {
+							cnt = count[me*L*n+i] // local expert i/n of rank me, from s
+						}
+						acc += cnt
+						total[s] += cnt
+					}
+					pre[L*n] = acc
+					seen := map[slotKey]int{}
+					Pc := max(1, min(16, 4096/max(1, acc)))
+					for i := range acc * Pc {
+						row := i / Pc
+						lo, hi := 0, L*n
+						for hi-lo > 1 {
+							mid := (lo + hi) / 2
+							if pre[mid] <= row {
+								lo = mid
+							} else {
+								hi = mid
+							}
+						}
+						le, s, j := lo/n, lo%n, row-pre[lo]
+						require.NotEqual(t, me, s)
+						require.Less(t, j, count[me*L*n+lo])
+						seen[slotKey{me*L + le, s, j}]++
+					}
+					for k, v := range seen {
+						require.Equal(t, Pc, v, "slot %v", k)
+					}
+					require.Len(t, seen, acc)
+				}
+				// Reduction at each source, rows looked up by (expert, slot).
+				for s := range n {
+					out := make([]uint16, in[s].T*H)
+					for tk := range in[s].T {
+						for ch := range H {
+							var a float32
+							for k := range K {
+								e := int(in[s].idx[tk*K+k])
+								if e < 0 {
+									continue
+								}
+								key := slotKey{e, s, slotOf[s][tk*K+k]}
+								require.Equal(t, uint32(tk*K+k), src[key])
+								yv := moe.Float32(moe.BF16(Scaled.Scale(e) * slots[key][ch]))
+								a += in[s].w[tk*K+k] * yv
+							}
+							out[tk*H+ch] = moe.BF16(a)
+						}
+					}
+					want := Reference(in[s].x, in[s].idx, in[s].w, H, K, Scaled, fp8)
+					require.Less(t, RelError(out, want, H), 2e-2, "rank %d", s)
+				}
+				_ = slices.Max(count)
+			})
+		}
+	}
+}
+
+func mathFloat32bits(f float32) uint32     { return math.Float32bits(f) }
+func mathFloat32frombits(b uint32) float32 { return math.Float32frombits(b) }

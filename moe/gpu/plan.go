@@ -1,0 +1,203 @@
+package gpumoe
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/rdmactor/rdmactor/moe"
+	"github.com/rdmactor/rdmactor/transport/gpu/cuda"
+)
+
+// plan is where everything of a Handle lives: byte offsets of its regions
+// in the window (the same on every rank), offsets of its device state (this
+// rank only), its signals, and the Args kernels get.
+//
+//	window (gpu.Window, every rank's part mapped into every kernel):
+//	  input     [max(MaxTokens, MaxLLTokens)][rs]  bf16 rows to dispatch (Handle.Input)
+//	  normal:   hdrStage [n][hdrB]         count headers, staged per destination
+//	            cnt      [2 parity][n][hdrB]  headers received, per source
+//	            metaStage [n][MaxTokens][ew]  routing entries, staged per destination
+//	            recvMeta [n*MaxTokens][ew]  routing entries of received rows
+//	            recvX    [n*MaxTokens][rs]  received rows (expert outputs in place)
+//	            comb     [n*MaxTokens][rs]  rows returned by combine
+//	  low lat.: llStage  [MaxLLTokens][slotB] FP8 slots staged (FP8 only)
+//	            llX      [L][n][MaxLLTokens][slotB] received slots
+//	            llSrc    [L][n][MaxLLTokens] u32  t*K+k of each slot at its source
+//	            llCount  [L][n] u32           slots used per (local expert, source)
+//	            llY      [L][n][MaxLLTokens][rs] expert outputs (FP8; else llY = llX)
+//	            llComb   [MaxLLTokens][K][rs] rows returned by CombineLL
+//
+// rs is Hidden*2 rounded up to 16 bytes; a count header is n int64 counts
+// (tokens this rank sends each rank, -1 for bad routing) then L int32
+// (tokens for each of the receiver's experts), hdrB bytes with padding; a
+// routing entry is ew uint32 words: source token, K local expert ids (-1:
+// elsewhere), K float32 weights (0 there), zero padding to 16 bytes. An
+// FP8 slot is the e4m3 row padded to 16 bytes, then one float32 scale
+// (dequantize: x = e4m3 * scale) per 128 channels, padded to 16 bytes.
+type plan struct {
+	n, me, h, k, e, l, maxT, maxLL int
+	rs, ew, hdrB, slotB, groups    int
+	fp8                            bool
+	sig0                           int
+
+	input, hdrStage, cnt, metaStage, recvMeta, recvX, comb int
+	llStage, llX, llSrc, llCount, llY, llComb              int
+	size                                                   int
+
+	masks, pos, tokPerExpert, tokPerRank, finish, combFinish int
+	llCounter, llFinish, llCombFinish, llSlotOf, llIdx       int
+	errWord, recvTokPerExpert, llTokPerExpert                int
+	stateSize                                                int
+}
+
+func align(v, a int) int { return (v + a - 1) / a * a }
+
+// regionAlign aligns every region (and keeps 16-byte vectors aligned).
+const regionAlign = 256
+
+// maxWindow bounds the window (sizes are computed in int).
+const maxWindow = 1 << 40
+
+func newPlan(cfg Config, n, me int) (plan, error) {
+	p := plan{n: n, me: me, h: cfg.Hidden, k: cfg.TopK, e: cfg.NumExperts, l: cfg.NumExperts / n,
+		maxT: cfg.MaxTokens, maxLL: cfg.MaxLLTokens, fp8: cfg.FP8, sig0: cfg.Signal0}
+	p.rs = align(2*p.h, 16)
+	p.ew = align(1+2*p.k, 4)
+	p.hdrB = align(8*n+4*p.l, 16)
+	p.groups = (p.h + 127) / 128
+	p.slotB = p.rs
+	if p.fp8 {
+		p.slotB = align(align(p.h, 16)+4*p.groups, 16)
+	}
+	at := 0
+	region := func(bytes int) int {
+		off := at
+		at = align(at+bytes, regionAlign)
+		return off
+	}
+	p.input = region(max(p.maxT, p.maxLL) * p.rs)
+	if p.maxT > 0 {
+		p.hdrStage = region(n * p.hdrB)
+		p.cnt = region(2 * n * p.hdrB)
+		p.metaStage = region(n * p.maxT * p.ew * 4)
+		p.recvMeta = region(n * p.maxT * p.ew * 4)
+		p.recvX = region(n * p.maxT * p.rs)
+		p.comb = region(n * p.maxT * p.rs)
+	}
+	if p.maxLL > 0 {
+		if p.fp8 {
+			p.llStage = region(p.maxLL * p.slotB)
+		}
+		p.llX = region(p.l * n * p.maxLL * p.slotB)
+		p.llSrc = region(p.l * n * p.maxLL * 4)
+		p.llCount = region(p.l * n * 4)
+		p.llY = p.llX
+		if p.fp8 {
+			p.llY = region(p.l * n * p.maxLL * p.rs)
+		}
+		p.llComb = region(p.maxLL * p.k * p.rs)
+	}
+	p.size = at
+	if p.size > maxWindow {
+		return p, fmt.Errorf("gpumoe: a window of %d bytes: too large: %w", p.size, moe.ErrBadArgument)
+	}
+	at = 0
+	p.masks = region(4 * p.maxT)
+	p.pos = region(4 * p.maxT * n)
+	p.tokPerExpert = region(4 * p.e)
+	p.tokPerRank = region(4 * n)
+	p.finish = region(4 * 2 * n)
+	p.combFinish = region(4 * 2 * n)
+	p.llCounter = region(4 * 2 * p.e)
+	p.llFinish = region(4 * 2 * p.e)
+	p.llCombFinish = region(4 * 2 * n)
+	p.llSlotOf = region(4 * p.maxLL * p.k)
+	p.llIdx = region(4 * p.maxLL * p.k)
+	p.errWord = region(8)
+	p.recvTokPerExpert = region(4 * p.l)
+	p.llTokPerExpert = region(4 * p.l)
+	p.stateSize = at
+	return p, nil
+}
+
+// Signals, from sig0: cnt[n] data[n] comb[n] ll[L] llComb[n]. Values:
+// the count, data and combine signals of source s reach the number of
+// normal rounds begun; ll[e] reaches low-latency rounds times n; llComb[s]
+// low-latency rounds.
+func (p *plan) sigCnt(s int) int    { return p.sig0 + s }
+func (p *plan) sigData(s int) int   { return p.sig0 + p.n + s }
+func (p *plan) sigComb(s int) int   { return p.sig0 + 2*p.n + s }
+func (p *plan) sigLL(le int) int    { return p.sig0 + 3*p.n + le }
+func (p *plan) sigLLComb(s int) int { return p.sig0 + 3*p.n + p.l + s }
+func (p *plan) signals() int        { return 4*p.n + p.l }
+
+// argWords is the size of Args in 8-byte words (kernels.cu: struct Args;
+// NVRTC gets it as -DMOE_ARGS_WORDS and static_asserts it).
+const argWords = 43
+
+// Args is a Handle as kernels take it: struct moe::Args of kernels.cu,
+// passed by value.
+type Args [argWords * 8]byte
+
+// KernelArg makes Args a by-value kernel argument (cuda.KernelArg).
+func (a Args) KernelArg() []byte { return a[:] }
+
+// args encodes the plan for a window handle and a state allocation, in the
+// field order of kernels.cu's struct Args.
+func (p *plan) args(win, state cuda.DevicePtr) Args {
+	b2u := func(b bool) uint64 {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	st := func(off int) uint64 { return uint64(state) + uint64(off) }
+	words := []uint64{
+		uint64(win),
+		uint64(p.me), uint64(p.n), uint64(p.h), uint64(p.k), uint64(p.e), uint64(p.l), uint64(p.maxT), uint64(p.maxLL),
+		uint64(p.rs), uint64(p.ew), uint64(p.hdrB), uint64(p.sig0), b2u(p.fp8), uint64(p.slotB), uint64(p.groups),
+		uint64(p.input), uint64(p.hdrStage), uint64(p.cnt), uint64(p.metaStage), uint64(p.recvMeta), uint64(p.recvX), uint64(p.comb),
+		uint64(p.llStage), uint64(p.llX), uint64(p.llSrc), uint64(p.llCount), uint64(p.llY), uint64(p.llComb),
+		st(p.masks), st(p.pos), st(p.tokPerExpert), st(p.tokPerRank), st(p.finish), st(p.combFinish),
+		st(p.llCounter), st(p.llFinish), st(p.llCombFinish), st(p.llSlotOf), st(p.llIdx),
+		st(p.errWord), st(p.recvTokPerExpert), st(p.llTokPerExpert),
+	}
+	if len(words) != argWords {
+		panic(fmt.Sprintf("gpumoe: Args has %d words, argWords is %d", len(words), argWords))
+	}
+	var a Args
+	for i, w := range words {
+		binary.LittleEndian.PutUint64(a[8*i:], w)
+	}
+	return a
+}
+
+// Shared memory of the kernels (kernels.cu says what each takes).
+func (p *plan) layoutShared() int  { return 4 * (p.e + p.n + 40) }
+func (p *plan) countsShared() int  { return 8 * p.n * p.n }
+func (p *plan) combineShared() int { return 8 * p.n * p.n }
+func (p *plan) llCombShared() int  { return 4 * (p.l*p.n + 1) }
+func (p *plan) llDispShared() int  { return 4 * p.e }
+
+// threads per block of every data kernel (kernels.cu: __launch_bounds__(1024, 1)).
+const threads = 1024
+
+// blockDest is kernels.cu's: the destination block b of the normal
+// dispatch's G blocks serves, and its share of the tokens (block j of the
+// g serving r). Remote destinations get 4 blocks for each local one.
+func blockDest(b, G, n, me int) (r, j, g int) {
+	if n == 1 {
+		return me, b, G
+	}
+	gs := min(max(1, G/(4*(n-1)+1)), G-(n-1))
+	gr := G - gs
+	if b >= gr {
+		return me, b - gr, gs
+	}
+	for q := 0; ; q++ {
+		lo, hi := gr*q/(n-1), gr*(q+1)/(n-1)
+		if b < hi {
+			return (me + 1 + q) % n, b - lo, hi - lo
+		}
+	}
+}

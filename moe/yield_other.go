@@ -1,0 +1,6 @@
+//go:build !linux
+
+package moe
+
+// osYield does nothing where sched_yield is not available.
+func osYield() {}

@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# GPU MoE dispatch/combine (moe/gpu) on a machine with two NVLink GPUs:
+# build, check, benchmark against NCCL, in one command.
+#
+#   scripts/moe_gpu_device.sh build   # HERE (with Go): bin/moe_gpu/ and bin/moe_gpu.tar.gz
+#   scripts/moe_gpu_device.sh         # THERE (no Go needed): runs bin/moe_gpu/ (unpacked
+#                                     # from bin/moe_gpu.tar.gz when that is all that came)
+#
+# The GPU machine needs the NVIDIA driver and NVRTC (the binaries are pure
+# Go and load both at run time) and, for the anchor, PyTorch with NCCL. In
+# order, with a log per step:
+#   1. nvidia-smi and the topology;
+#   2. test: the package tests (moe/gpu), GPU cases required
+#      (RDMACTOR_REQUIRE_GPU=1): every round checked bit for bit against
+#      package moe's layout and a Go emulation, edge cases included;
+#   3. small: examples/moe_gpu as 2 processes (rdmarun, CUDA IPC) with an
+#      odd hidden size, Zipf routing and dropped slots, bf16 and FP8; and
+#      as 2 goroutine ranks;
+#   4. deepep: DeepEP's sizes (hidden 7168, top-8, 256 experts; 128 tokens
+#      normal and low latency, 4096 normal), checked, then timed;
+#   5. sweep: the DeepEP sizes again with smaller grids;
+#   6. anchor: NCCL all_to_all_single (PyTorch) of the same bytes per peer
+#      pair as step 4 moved, and of the issue's 4096x7168 and 128x7168;
+#   7. a summary table: every step's status, then rdmactor and NCCL side
+#      by side.
+# NVLink multicast stays off (NCCL_NVLS_ENABLE=0
+# TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1) for every
+# command (children inherit it); nothing here creates multicast objects.
+#
+# Environment: STEPS (default "test small deepep sweep anchor"); ITERS (timed
+# rounds, default 30); OUT, if set, receives run.log and logs.tar.gz.
+set -uo pipefail
+self="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
+cd "$(dirname "$self")/.."
+
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+
+if [ "${1:-}" = "build" ]; then
+  set -e
+  rm -rf bin/moe_gpu && mkdir -p bin/moe_gpu
+  export CGO_ENABLED=0 GOOS=linux GOARCH=amd64
+  go test -c -ldflags='-s -w' -o bin/moe_gpu/gpumoe.test ./moe/gpu
+  go build -ldflags='-s -w' -o bin/moe_gpu/ ./examples/moe_gpu ./cmd/rdmarun
+  tar -C bin/moe_gpu -czf bin/moe_gpu.tar.gz .
+  ls -l bin/moe_gpu/ bin/moe_gpu.tar.gz
+  echo "carry bin/moe_gpu.tar.gz to the GPU machine and run scripts/moe_gpu_device.sh there"
+  exit 0
+fi
+
+if [ -f bin/moe_gpu.tar.gz ] && { [ ! -x bin/moe_gpu/gpumoe.test ] || [ bin/moe_gpu.tar.gz -nt bin/moe_gpu/gpumoe.test ]; }; then
+  mkdir -p bin/moe_gpu && tar -C bin/moe_gpu -xzf bin/moe_gpu.tar.gz
+fi
+
+if [ -n "${OUT:-}" ] && [ -z "${MOE_GPU_TEED:-}" ]; then # the whole run in $OUT/run.log
+  export MOE_GPU_TEED=1
+  bash "$self" "$@" 2>&1 | tee "$OUT/run.log"
+  exit "${PIPESTATUS[0]}"
+fi
+
+export RDMACTOR_REQUIRE_GPU=1 RDMACTOR_REQUIRE_GPUS=1
+export RDMACTOR_GPU_CASE_TIMEOUT=${RDMACTOR_GPU_CASE_TIMEOUT:-10s}
+export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/rdmactor-cache}
+STEPS=${STEPS:-test small deepep sweep anchor}
+ITERS=${ITERS:-30}
+logs=$(mktemp -d)
+summary=()
+B=bin/moe_gpu
+
+for b in gpumoe.test moe_gpu rdmarun; do
+  [ -x "$B/$b" ] || { echo "$B/$b missing: run 'scripts/moe_gpu_device.sh build' where Go is, and carry bin/moe_gpu.tar.gz"; exit 2; }
+done
+
+echo "== $(date -u +%Y-%m-%dT%H:%MZ) on $(hostname), $(nproc) cores"
+nvidia-smi -L
+nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader
+nvidia-smi topo -m 2>&1 | head -8
+gpuname=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+ngpu=$(nvidia-smi -L | grep -c '^GPU')
+
+step() { # step NAME TIMEOUT CMD...
+  local name=$1 limit=$2
+  shift 2
+  echo
+  echo "== $name: $*"
+  local t0=$SECONDS
+  timeout --kill-after=10 "$limit" "$@" 2>&1 | tee "$logs/$name.log"
+  local rc=${PIPESTATUS[0]} st=ok
+  [ "$rc" -ne 0 ] && st="FAIL($rc)"
+  [ "$rc" -eq 124 ] && st="TIMEOUT"
+  summary+=("$(printf '%-22s %-10s %4ss' "$name" "$st" $((SECONDS - t0)))")
+}
+has() { [[ " $STEPS " == *" $1 "* ]]; }
+
+if has test; then
+  step test 60 "$B/gpumoe.test" -test.v -test.count=1 -test.failfast -test.timeout=55s
+fi
+if has small; then
+  step small-processes 35 "$B/rdmarun" -np 2 -timeout 32s "$B/moe_gpu" -hidden 1001 -tokens 300 -ll-tokens 64 \
+    -experts 32 -topk 8 -skew zipf -drop 0.1 -fp8 both -iters 5 -warmup 1 -timeout 30s
+  step small-goroutines 35 "$B/moe_gpu" -local 2 -tokens 512 -ll-tokens 128 -fp8 both -iters 5 -warmup 1 -timeout 30s
+fi
+if has deepep; then
+  step deepep 70 "$B/rdmarun" -np 2 -timeout 65s "$B/moe_gpu" -deepep -fp8 both -figures -iters "$ITERS" -warmup 5 -timeout 60s
+fi
+if has sweep; then
+  # Tuning: the normal mode at 4096 tokens and the low-latency mode at 128
+  # with smaller grids (2 goroutine ranks, no check).
+  sw=("$B/moe_gpu" -local 2 -hidden 7168 -topk 8 -experts 256 -check=false -iters 10 -warmup 2 -timeout 30s)
+  step sweep-blocks66 35 "${sw[@]}" -tokens 4096 -mode normal -blocks 66
+  step sweep-blocks33 35 "${sw[@]}" -tokens 4096 -mode normal -blocks 33
+  step sweep-ll-blocks66 35 "${sw[@]}" -tokens 128 -ll-tokens 128 -mode ll -fp8 both -blocks 66
+fi
+if has anchor && [ "$ngpu" -ge 2 ]; then
+  # The same bytes per peer pair as step deepep moved (rows_per_pair x row
+  # elements; an FP8 row is 7168 e4m3 bytes + 56 scales = 3696 bf16
+  # elements), and the issue's anchors.
+  shapes="4096x7168,128x7168"
+  if [ -f "$logs/deepep.log" ]; then
+    for f in $(grep -E '^(\[[0-9]+\] )?moe_.*_rows_per_pair:' "$logs/deepep.log" | sed -E 's/^(\[[0-9]+\] )?(moe_[a-z_0-9]+)_rows_per_pair: ([0-9.]+).*/\2=\3/'); do
+      rows=$(printf '%.0f' "${f#*=}")
+      [ "$rows" -gt 0 ] || continue
+      shapes="$shapes,${rows}x7168"                          # bf16 rows (combine returns bf16)
+      [[ "$f" == *_fp8* ]] && shapes="$shapes,${rows}x3696" # FP8 dispatch: the same bytes
+    done
+  fi
+  shapes=$(echo "$shapes" | tr ',' '\n' | awk '!seen[$0]++' | paste -sd, -)
+  step anchor 120 python3 transport/gpu/bench/moe_nccl_anchor.py --shapes "$shapes" --iters 50
+fi
+
+echo
+echo "================ summary ($(date -u +%Y-%m-%d), $ngpu x $gpuname) ================"
+printf '%-22s %-10s %5s\n' step status time
+for s in "${summary[@]}"; do echo "$s"; done
+if [ -f "$logs/test.log" ]; then
+  echo
+  echo "-- moe/gpu tests: passed $(grep -c -- '--- PASS' "$logs/test.log"), failed $(grep -c -- '--- FAIL' "$logs/test.log"), skipped $(grep -c -- '--- SKIP' "$logs/test.log") (tests and subtests)"
+  grep -E -- '--- (FAIL|SKIP)' "$logs/test.log" | head -20
+fi
+for f in "$logs"/small-*.log "$logs"/deepep.log "$logs"/sweep-*.log; do
+  [ -f "$f" ] && grep -hE '^== moe|check|dispatch .* us' "$f" | sed "s|^|$(basename "$f" .log): |"
+done
+if [ -f "$logs/deepep.log" ] || [ -f "$logs/anchor.log" ]; then
+  echo
+  echo "-- rdmactor (moe/gpu) against NCCL all_to_all_single, GPU time in us (NCCL: stream of ops / one op after a barrier)"
+  python3 - "$logs/deepep.log" "$logs/anchor.log" <<'PY' || grep -hE '^(moe_|ANCHOR)' "$logs/deepep.log" "$logs/anchor.log" 2>/dev/null
+import re, sys
+fig, anc = {}, {}
+for line in open(sys.argv[1]) if __import__("os").path.exists(sys.argv[1]) else []:
+    m = re.match(r"^(?:\[\d+\] )?(moe_\S+): ([0-9.]+)", line)
+    if m: fig[m.group(1)] = float(m.group(2))
+for line in open(sys.argv[2]) if __import__("os").path.exists(sys.argv[2]) else []:
+    m = re.match(r"^ANCHOR (\S+)=([0-9.]+)", line)
+    if m: anc[m.group(1)] = float(m.group(2))
+print(f"{'mode':<26} {'phase':<9} {'rdmactor':>9} {'GB/s':>7} | {'NCCL same bytes':>22} {'ratio':>6} | {'issue anchor':>20}")
+for key in sorted({k.rsplit('_', 2)[0] for k in fig if k.endswith('_dispatch_time')}):
+    mode = key[len('moe_'):]
+    rows = fig.get(key + '_rows_per_pair', 0)
+    elems = 3696 if '_fp8' in key else 7168
+    same = f"nccl_a2a_{round(rows)}x{elems}"
+    issue = "nccl_a2a_4096x7168" if key.startswith('moe_normal_4096') else "nccl_a2a_128x7168"
+    for ph in ("dispatch", "combine"):
+        t = fig.get(f"{key}_{ph}_time")
+        bw = fig.get(f"{key}_{ph}_bw", 0)
+        s, o = anc.get(same + "_stream_us"), anc.get(same + "_single_us")
+        if ph == "combine" and '_fp8' in key:  # combine returns bf16 rows
+            same2 = f"nccl_a2a_{round(rows)}x7168"
+            s, o = anc.get(same2 + "_stream_us"), anc.get(same2 + "_single_us")
+        i1, i2 = anc.get(issue + "_stream_us"), anc.get(issue + "_single_us")
+        fmt = lambda v: f"{v:.1f}" if v else "-"
+        ratio = f"{min(s or 1e9, o or 1e9) / t:.2f}x" if t and (s or o) else "-"
+        print(f"{mode:<26} {ph:<9} {fmt(t):>9} {bw:>7.1f} | {fmt(s):>10} / {fmt(o):>9} {ratio:>6} | {fmt(i1):>9} / {fmt(i2):>8}")
+    if fig.get(key + "_layout_time"):
+        print(f"{mode:<26} {'(layout)':<9} {fig[key + '_layout_time']:>9.1f}   of the dispatch time above")
+print("ratio: the faster NCCL figure / rdmactor's (above 1: rdmactor faster). Targets: dispatch and combine faster than NCCL; low-latency dispatch < 20 us at 128 tokens.")
+PY
+  grep -h '^ANCHOR_' "$logs/anchor.log" 2>/dev/null
+fi
+[ -n "${OUT:-}" ] && tar -C "$logs" -czf "$OUT/logs.tar.gz" . 2>/dev/null
+fails=0
+for s in "${summary[@]}"; do [[ "$s" == *" ok "* ]] || fails=$((fails + 1)); done
+echo "steps failed: $fails"
+exit $((fails > 0))
