@@ -34,6 +34,7 @@ type TimeoutError struct {
 	Err     error // the context's error
 }
 
+// Error names the barrier, the epoch and the members not seen.
 func (e *TimeoutError) Error() string {
 	return fmt.Sprintf("barrier %d, epoch %d: ranks %v of the team did not arrive: %v", e.Index, e.Epoch, e.Missing, e.Err)
 }

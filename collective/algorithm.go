@@ -4,14 +4,15 @@ package collective
 type Collective uint8
 
 const (
-	AllReduceOp Collective = iota
-	AllGatherOp
-	ReduceScatterOp
-	BroadcastOp
-	AllToAllOp
-	AllToAllVOp
+	AllReduceOp     Collective = iota // Comm.AllReduce
+	AllGatherOp                       // Comm.AllGather
+	ReduceScatterOp                   // Comm.ReduceScatter
+	BroadcastOp                       // Comm.Broadcast
+	AllToAllOp                        // Comm.AllToAll
+	AllToAllVOp                       // Comm.AllToAllV
 )
 
+// String is the collective's name as the examples print it ("allreduce").
 func (k Collective) String() string {
 	return [...]string{"allreduce", "allgather", "reducescatter", "broadcast", "alltoall", "alltoallv", "?"}[min(int(k), 6)]
 }
@@ -46,6 +47,7 @@ const (
 	TwoShot
 )
 
+// String is the algorithm's name as the examples print it ("twoshot").
 func (a Algorithm) String() string {
 	return [...]string{"local", "oneshot", "ring", "direct", "chain", "twoshot", "?"}[min(int(a), 6)]
 }

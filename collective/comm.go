@@ -122,6 +122,11 @@ func New(ctx context.Context, g *gin.Comm, cfg Config) (*Comm, error) {
 		// an earlier one (weak signals): the per-sender counting breaks.
 		return nil, fmt.Errorf("collective: %w", &rdma.UnsupportedError{Provider: g.Transport(), Feature: "strong signals (collectives count messages per sender)"})
 	}
+	maxPut := min(g.Capabilities().MaxPutSize, 1<<30) &^ 63
+	if maxPut <= 0 {
+		return nil, fmt.Errorf("collective: provider puts of %d bytes at most: %w", g.Capabilities().MaxPutSize, ErrNotSupported)
+	}
+	cfg.Piece = min(max(cfg.Piece, 64), maxPut)
 	x, err := g.Context(cfg.Context)
 	if err != nil {
 		return nil, fmt.Errorf("collective: %w", err)
@@ -130,16 +135,11 @@ func New(ctx context.Context, g *gin.Comm, cfg Config) (*Comm, error) {
 	if err != nil {
 		return nil, fmt.Errorf("collective: scratch window: %w", err)
 	}
-	maxPut := min(g.Capabilities().MaxPutSize, 1<<30) &^ 63
-	if maxPut <= 0 {
-		return nil, fmt.Errorf("collective: provider puts of %d bytes at most: %w", g.Capabilities().MaxPutSize, ErrNotSupported)
-	}
-	cfg.Piece = min(max(cfg.Piece, 64), maxPut)
 	return &Comm{g: g, x: x, cfg: cfg, n: n, me: g.Rank(), world: g.World(), scratch: win, maxPut: maxPut, inline: g.Capabilities().Inline,
 		recvd: make([]uint64, n), left: make([]int, 0, n)}, nil
 }
 
-// Rank is this rank; Size the number of ranks.
+// Rank is this rank's index, 0 <= Rank < Size.
 func (c *Comm) Rank() int { return c.me }
 
 // Size is the number of ranks.

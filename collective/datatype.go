@@ -41,6 +41,7 @@ func (d DataType) Size() int {
 // integer and the float32/float64 types (half-precision types only move).
 func (d DataType) Reducible() bool { return d < numDataTypes && d != Float16 && d != Bfloat16 }
 
+// String is the type's name ("float32"), as the examples' -type flag takes it.
 func (d DataType) String() string {
 	if d >= numDataTypes {
 		return fmt.Sprintf("DataType(%d)", uint8(d))
@@ -61,6 +62,7 @@ const (
 	numOps
 )
 
+// String is the operator's name ("sum"), as the examples' -op flag takes it.
 func (o Op) String() string {
 	switch o {
 	case Sum:

@@ -37,6 +37,9 @@ func (w *Window) Size() int { return w.size }
 // after a signal or barrier says the data is there.
 func (w *Window) Bytes() []byte { return w.mr.Bytes() }
 
+// Comm is the communicator the window was registered on.
+func (w *Window) Comm() *Comm { return w.c }
+
 // Flags are the flags the window was registered with.
 func (w *Window) Flags() WindowFlags { return w.flags }
 
