@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/rdmactor/rdmactor/internal/bootstrap"
+	_ "github.com/rdmactor/rdmactor/transport/rdma/ofi" // libfabric (build tag ofi; a stub that says so otherwise)
 	_ "github.com/rdmactor/rdmactor/transport/rdma/shm" // the default provider
 )
 
