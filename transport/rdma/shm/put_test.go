@@ -73,13 +73,13 @@ func TestSignals(t *testing.T) {
 		want  uint64 // signal after times posts
 		mode0 uint64 // mode word after
 	}{
-		{"write+inc", rdma.OpWrite, rdma.SignalInc, 1, 1, 1, modeInc},
-		{"inc ignores value", rdma.OpWrite, rdma.SignalInc, 9, 3, 3, modeInc},
-		{"write+add 5", rdma.OpWrite, rdma.SignalAdd, 5, 1, 5, modeAdd},
-		{"signal add twice", rdma.OpSignal, rdma.SignalAdd, 5, 2, 10, modeAdd},
-		{"signal inc", rdma.OpSignal, rdma.SignalInc, 1, 1, 1, modeInc},
-		{"va add, no mode word", rdma.OpWrite, rdma.SignalVA, 1 << 40, 2, 2 << 40, modeUnset},
-		{"write, no signal", rdma.OpWrite, rdma.SignalNone, 5, 1, 0, modeUnset},
+		{"write+inc", rdma.OpWrite, rdma.SignalInc, 1, 1, 1, rdma.ModeInc},
+		{"inc ignores value", rdma.OpWrite, rdma.SignalInc, 9, 3, 3, rdma.ModeInc},
+		{"write+add 5", rdma.OpWrite, rdma.SignalAdd, 5, 1, 5, rdma.ModeAdd},
+		{"signal add twice", rdma.OpSignal, rdma.SignalAdd, 5, 2, 10, rdma.ModeAdd},
+		{"signal inc", rdma.OpSignal, rdma.SignalInc, 1, 1, 1, rdma.ModeInc},
+		{"va add, no mode word", rdma.OpWrite, rdma.SignalVA, 1 << 40, 2, 2 << 40, rdma.ModeUnset},
+		{"write, no signal", rdma.OpWrite, rdma.SignalNone, 5, 1, 0, rdma.ModeUnset},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pr := newPair(t, 64, window)

@@ -9,14 +9,6 @@ import (
 	"github.com/rdmactor/rdmactor/transport/rdma"
 )
 
-// Mode word values: what a signal saw since its last reset (the owner
-// resets it by storing 0 in both the signal and its mode word).
-const (
-	modeUnset uint64 = 0
-	modeInc   uint64 = 1
-	modeAdd   uint64 = 2
-)
-
 // qp is an shm queue pair: Post executes WQEs inline, in order.
 type qp struct {
 	p      *Provider
@@ -215,26 +207,12 @@ func copyData(dst, src []byte) {
 	}
 }
 
-// claimMode sets the mode word at off to mode's value if it is unset, and
-// fails with rdma.ErrMixedSignalOps if it holds another mode.
+// claimMode applies the SignalInc/SignalAdd rule to the mode word at off.
 func claimMode(mem []byte, off int, mode rdma.SignalMode) error {
-	want := modeInc
-	if mode == rdma.SignalAdd {
-		want = modeAdd
+	if err := rdma.ClaimMode(memword.Uint64(mem, off), rdma.ModeOf(mode)); err != nil {
+		return fmt.Errorf("mode word at offset %d: %w", off, err)
 	}
-	m := memword.Uint64(mem, off)
-	for {
-		switch got := m.Load(); got {
-		case want: // the common case: a plain load, no locked instruction
-			return nil
-		case modeUnset:
-			if m.CompareAndSwap(modeUnset, want) {
-				return nil
-			} // lost to another claimer (or a reset raced): look again
-		default:
-			return fmt.Errorf("mode word at offset %d holds %d, wqe wants %d: %w", off, got, want, rdma.ErrMixedSignalOps)
-		}
-	}
+	return nil
 }
 
 // localRegion returns r as a Region of this provider.
