@@ -5,9 +5,9 @@
 // all the same, and Open then returns an *rdma.UnsupportedError saying
 // "build with -tags ofi", so RDMACTOR_TRANSPORT=ofi fails clearly.
 //
-// It registers itself as "ofi". Programs select it with
-// RDMACTOR_TRANSPORT=ofi (gin.Config.Transport, rdmarun -transport ofi) and
-// must import it (a blank import) so that it registers.
+// It registers itself as "ofi"; gin imports it beside shm. Programs select
+// it with RDMACTOR_TRANSPORT=ofi (gin.Config.Transport, rdmarun -transport
+// ofi). docs/ofi.md has the design, the quirks met and the benchmarks.
 //
 // # Choosing the fabric
 //

@@ -79,7 +79,8 @@ func (p *Provider) run() {
 		if empty < spinPolls || time.Since(idleSince) < p.env.spin {
 			continue
 		}
-		if p.f.waitable {
+		// Counter signals tick without a CQ entry: no blocking for them.
+		if p.f.waitable && p.strat != counter {
 			p.block(ents, lastAct)
 			empty = 0
 			continue
@@ -115,11 +116,12 @@ func (p *Provider) block(ents []cqEntry, lastAct uint64) {
 	}
 }
 
-// active records a post (or another reason to poll) and wakes the
-// progress goroutine if it blocks in fi_cq_sread.
+// active records a post (or another reason to poll). It does not wake a
+// progress goroutine blocked in fi_cq_sread: a small write's completion
+// (or the socket turning writable) wakes it; submit wakes it for writes
+// that need polling to move.
 func (p *Provider) active() {
 	p.activity.Add(1)
-	p.wakeup()
 }
 
 // wakeup ends a blocking fi_cq_sread of the progress goroutine.
@@ -354,20 +356,12 @@ func (p *Provider) apply(m *sigMsg) error {
 		if mw >= words || mw == m.word {
 			return fmt.Errorf("mode word %d in a region of %d bytes: %w", mw, r.size, rdma.ErrOutOfBounds)
 		}
-		want := modeInc
+		want := rdma.ModeInc
 		if m.op == opAdd {
-			want = modeAdd
+			want = rdma.ModeAdd
 		}
-		mode := r.word(int(8 * mw))
-		for claimed := false; !claimed; {
-			switch got := mode.Load(); got {
-			case want:
-				claimed = true
-			case modeUnset:
-				claimed = mode.CompareAndSwap(modeUnset, want)
-			default:
-				return fmt.Errorf("mode word holds %d, the add wants %d (dropped): %w", got, want, rdma.ErrMixedSignalOps)
-			}
+		if err := rdma.ClaimMode(r.word(int(8*mw)), want); err != nil {
+			return fmt.Errorf("add dropped: %w", err)
 		}
 	}
 	r.word(int(8 * m.word)).Add(m.value)

@@ -108,7 +108,7 @@ type peerState struct {
 	scAddrs  atomic.Pointer[[]uint64] // counter strategy: its signal endpoints
 
 	modeMu  sync.Mutex
-	modes   map[modeKey]uint64 // mode this rank's posts claimed (modeInc/modeAdd)
+	modes   map[modeKey]uint64 // mode this rank's posts claimed (rdma.ModeInc/rdma.ModeAdd)
 	queryMu sync.Mutex         // one mode query to the peer at a time
 }
 

@@ -17,14 +17,6 @@ import (
 	"github.com/rdmactor/rdmactor/transport/rdma"
 )
 
-// Mode word values, as in package shm: what a signal saw since its last
-// reset (gin resets by storing 0 in the signal and its mode word).
-const (
-	modeUnset uint64 = 0
-	modeInc   uint64 = 1
-	modeAdd   uint64 = 2
-)
-
 // qp is an ofi queue pair: a channel to one peer over the provider's main
 // endpoint (every QP of a provider shares it, so operations to one peer are
 // ordered across QPs too). Completions are read by the progress goroutine,
@@ -392,9 +384,9 @@ func (q *qp) planImm(w *rdma.WQE, ps *peerState, pl *plan) error {
 		}
 		m.modeWord = uint64(s.ModeOff / 8)
 		m.explicit = m.modeWord != m.word+uint64(sig.size/8)/2
-		want := modeInc
+		want := rdma.ModeInc
 		if m.op == opAdd {
-			want = modeAdd
+			want = rdma.ModeAdd
 		}
 		if err := q.claimMode(ps, sig, m.modeWord, want); err != nil {
 			return err
@@ -426,7 +418,7 @@ func (q *qp) claimMode(ps *peerState, sig *remoteRegion, modeWord, want uint64) 
 	}
 	ps.modeMu.Lock()
 	defer ps.modeMu.Unlock()
-	if got != modeUnset && got != want {
+	if got != rdma.ModeUnset && got != want {
 		ps.modes[k] = got
 		return fmt.Errorf("mode word at offset %d of rank %d's region holds %d, wqe wants %d: %w", 8*modeWord, q.peer, got, want, rdma.ErrMixedSignalOps)
 	}
@@ -477,6 +469,7 @@ func (q *qp) submit(wrID uint64, pl *plan, ps *peerState, last bool) error {
 		q.finish(seq, opCancelled, nil)
 		return err
 	}
+	p.wakeup() // a large write moves only while the provider is polled
 	return nil
 }
 
@@ -597,6 +590,7 @@ func (q *qp) write(buf unsafe.Pointer, n int, desc unsafe.Pointer, dest, raddr, 
 		case i == 0:
 			start = time.Now()
 			p.active()
+			p.wakeup() // the provider frees its queue only while polled
 		case i < 64:
 		case i < 128:
 			runtime.Gosched()

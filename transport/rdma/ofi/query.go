@@ -88,6 +88,7 @@ func (q *qp) queryMode(ps *peerState, sig *remoteRegion, modeWord uint64) (uint6
 				return 0, &rdma.QPError{Peer: q.peer, Err: newFabricError("fi_readmsg (mode query)", r)}
 			}
 		} else {
+			p.wakeup()
 			for spins := 0; op.done.Load() == 0; spins++ {
 				if spins > 256 {
 					time.Sleep(5 * time.Microsecond)
@@ -103,7 +104,7 @@ func (q *qp) queryMode(ps *peerState, sig *remoteRegion, modeWord uint64) (uint6
 			}
 			if v := land.Load(); v>>8 == token {
 				switch m := v & 0xff; m {
-				case modeUnset, modeInc, modeAdd:
+				case rdma.ModeUnset, rdma.ModeInc, rdma.ModeAdd:
 					return m, nil
 				default:
 					return 0, fmt.Errorf("mode query: rank %d has no word %d in region %d: %w", q.peer, modeWord, sig.id, rdma.ErrOutOfBounds)
@@ -143,7 +144,7 @@ func (p *Provider) answerQuery(m *sigMsg, sender int) {
 	if r := p.region(m.region); r != nil && r.pins.pin() {
 		if m.modeWord < uint64(r.size/8) {
 			res = r.word(int(8 * m.modeWord)).Load()
-			if res > modeAdd {
+			if res > rdma.ModeAdd {
 				res = queryResultErr // not a mode word
 			}
 		}
