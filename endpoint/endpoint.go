@@ -29,7 +29,7 @@ type Endpoint struct {
 	slotMR  rdma.MemoryRegion // PutValue staging: depth slots at slotOff
 	slotOff int
 
-	pid         *actor.PID
+	pid         atomic.Pointer[actor.PID]    // set once the actor runs; read by fault reports
 	kicked      atomic.Bool                  // a progress kick is queued or running
 	firstErr    atomic.Pointer[errBox]       // first WQE error since the last Flush
 	faultReport atomic.Pointer[rdma.QPError] // fault already sent to the actor
@@ -44,7 +44,7 @@ func (e *Endpoint) Peer() int { return e.peer }
 func (e *Endpoint) Signal() int { return e.signal }
 
 // PID is the endpoint actor's PID.
-func (e *Endpoint) PID() *actor.PID { return e.pid }
+func (e *Endpoint) PID() *actor.PID { return e.pid.Load() }
 
 func (e *Endpoint) routeName() string {
 	if e.signal < 0 {
@@ -129,8 +129,12 @@ func (e *Endpoint) complete(seq uint64, err error) {
 // faulted is called once per QP fault: the actor fails with it, so the
 // supervisor sees it (DESIGN: faults surface through supervision).
 func (e *Endpoint) faulted(qe *rdma.QPError) {
-	if e.faultReport.CompareAndSwap(nil, qe) && e.pid != nil {
-		e.m.system.Root.Send(e.pid, qpFault{qe})
+	pid := e.pid.Load()
+	if pid == nil {
+		return // newEndpoint reports the QP's fault once the actor exists
+	}
+	if e.faultReport.CompareAndSwap(nil, qe) {
+		e.m.system.Root.Send(pid, qpFault{qe})
 	}
 }
 
@@ -138,7 +142,7 @@ func (e *Endpoint) faulted(qe *rdma.QPError) {
 // one kick is queued at a time: a capacity-one doorbell, as NATS' ipqueue.
 func (e *Endpoint) kick() {
 	if e.kicked.CompareAndSwap(false, true) {
-		e.m.system.Root.Send(e.pid, progressKick{})
+		e.m.system.Root.Send(e.pid.Load(), progressKick{})
 	}
 }
 

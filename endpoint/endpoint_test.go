@@ -287,9 +287,9 @@ func TestQPRefcountClosesWithLastEndpoint(t *testing.T) {
 	e1, _ := g.Endpoint(-1)
 	e2, _ := g.Endpoint(1)
 	require.Same(t, e1.qp, e2.qp)
-	require.NoError(t, m.system.Root.StopFuture(e1.pid).Wait())
+	require.NoError(t, m.system.Root.StopFuture(e1.PID()).Wait())
 	assert.Equal(t, 0, p.closed, "one endpoint still holds the QP")
-	require.NoError(t, m.system.Root.StopFuture(e2.pid).Wait())
+	require.NoError(t, m.system.Root.StopFuture(e2.PID()).Wait())
 	require.Eventually(t, func() bool { p.mu.Lock(); defer p.mu.Unlock(); return p.closed == 1 }, 5*time.Second, time.Millisecond)
 }
 

@@ -120,7 +120,7 @@ func (m *Manager) Group(ctx, peer int) (*Group, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if g := m.groups[key]; g != nil { // lost a race: keep the first
-		m.system.Root.Stop(data.pid)
+		m.system.Root.Stop(data.pid.Load())
 		return g, nil
 	}
 	g = &Group{m: m, ctx: ctx, peer: peer, sc: make([]atomic.Pointer[Endpoint], m.cfg.Signals)}
@@ -162,7 +162,7 @@ func (m *Manager) newEndpoint(ctx, peer, sig int) (*Endpoint, error) {
 		m.qps.release(e.qp, e.route)
 		return nil, fmt.Errorf("start endpoint actor to rank %d: %w", peer, err)
 	}
-	e.pid = res.(*actor.PID)
+	e.pid.Store(res.(*actor.PID))
 	if f := e.qp.err.Load(); f != nil { // the QP failed before the actor existed
 		e.faulted(f)
 	}
@@ -192,7 +192,7 @@ func (m *Manager) recordFault(child *actor.PID, reason interface{}) {
 	m.mu.Lock()
 	for _, g := range m.groups {
 		for _, e := range *g.all.Load() {
-			if e.pid != nil && e.pid.Equal(child) {
+			if pid := e.pid.Load(); pid != nil && pid.Equal(child) {
 				f.Peer, f.Route = e.peer, e.routeName()
 			}
 		}
