@@ -2,8 +2,6 @@ package collective_test
 
 import (
 	"context"
-	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -69,23 +67,7 @@ func (j *job) windows(size int) []*gin.Window {
 // the ranks waiting for the failed one stop too.
 func (j *job) ranks(fn func(r int) error) {
 	j.t.Helper()
-	errs := make([]error, len(j.comms))
-	var wg sync.WaitGroup
-	for r := range j.comms {
-		wg.Go(func() {
-			defer func() {
-				if p := recover(); p != nil {
-					errs[r] = fmt.Errorf("panic: %v", p)
-					j.stop()
-				}
-			}()
-			if errs[r] = fn(r); errs[r] != nil {
-				j.stop()
-			}
-		})
-	}
-	wg.Wait()
-	for r, err := range errs {
+	for r, err := range testutils.GoRanks(len(j.comms), j.stop, fn) {
 		require.NoError(j.t, err, "rank %d", r)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"sync"
 	"testing"
 	"time"
 
@@ -74,23 +73,7 @@ func (j *job[T]) ranks(fn func(r int) error) {
 
 // try is ranks returning the errors instead of failing.
 func (j *job[T]) try(fn func(r int) error) []error {
-	errs := make([]error, len(j.comms))
-	var wg sync.WaitGroup
-	for r := range j.comms {
-		wg.Go(func() {
-			defer func() {
-				if p := recover(); p != nil {
-					errs[r] = fmt.Errorf("panic: %v", p)
-					j.stop()
-				}
-			}()
-			if errs[r] = fn(r); errs[r] != nil {
-				j.stop()
-			}
-		})
-	}
-	wg.Wait()
-	return errs
+	return testutils.GoRanks(len(j.comms), j.stop, fn)
 }
 
 // expert is an expert of the tests: out = f_e(x), in float32.
