@@ -80,7 +80,7 @@ func NewComm(ctx context.Context, boot Bootstrap, cfg Config) (*Comm, error) {
 	}
 	c.counters = make([]atomic.Uint64, cfg.Counters)
 	c.shadows = make([]atomic.Uint64, cfg.Signals)
-	c.signals, err = c.register(ctx, c.modeOff(Signal(cfg.Signals)), 0)
+	c.signals, err = c.register(ctx, rdma.SignalRegionSize(cfg.Signals), 0)
 	if err != nil {
 		c.teardown()
 		return nil, fmt.Errorf("new comm: signals: %w", err)
@@ -122,13 +122,12 @@ func (c *Comm) setTeams() error {
 	return nil
 }
 
-// modeOff is the byte offset of signal s's mode word in the signal region.
-// Mode words start on the cache line after the value words: a peer spinning
-// on a value word owns its line, and a sender that checks a mode word on
-// that same line would have to pull it across cores before every add.
-func (c *Comm) modeOff(s Signal) int {
-	return (8*c.cfg.Signals+63)&^63 + 8*int(s)
-}
+// modeOff is the byte offset of signal s's mode word in the signal region
+// (rdma.SignalModeOff). Mode words start on the cache line after the value
+// words: a peer spinning on a value word owns its line, and a sender that
+// checks a mode word on that same line would have to pull it across cores
+// before every add.
+func (c *Comm) modeOff(s Signal) int { return rdma.SignalModeOff(c.cfg.Signals, int(s)) }
 
 // peerLost is the bootstrap's notice: every wait of this Comm and every
 // post to that rank fail from now on.

@@ -54,7 +54,8 @@
 // signal in one write). SignalAdd is rejected with an
 // *rdma.UnsupportedError (not emulated by n writes), and so are VA
 // signals; signals are weak. The signals region is recognised as the first
-// exported region of a size 16*n (gin registers it first).
+// exported region of a signals region's size (rdma.SignalCount; gin
+// registers it first).
 //
 // # Capabilities
 //

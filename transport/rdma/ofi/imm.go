@@ -35,9 +35,10 @@ import (
 // region is the target's region id (from its descriptor), word the signal
 // word's index (byte offset / 8), value the amount to add. INC and ADD
 // check and claim the signal's mode word, which for inline words is the
-// "paired" one: word + (region size / 16), where gin keeps it (a signals
-// region is Signals value words then Signals mode words). A mode word
-// anywhere else travels in an EXT word. VA has no mode word.
+// "paired" one, where gin keeps it (rdma.PairedModeOff: a signals region
+// is Signals value words, padded to a cache line, then Signals mode
+// words). A mode word anywhere else travels in an EXT word. VA has no mode
+// word.
 //
 // EXT subs: 0 region, 1 word, 2 mode word (explicit), 3 value >> 37.
 // COMMIT subs: 0 INC, 1 ADD, 2 VA (payload: value & (1<<37 - 1)), 3 QUERY
@@ -99,7 +100,7 @@ type sigMsg struct {
 	region   uint64 // target region id (>= 1)
 	word     uint64 // signal word index
 	modeWord uint64 // mode word index when explicit
-	explicit bool   // modeWord given; else paired (word + regionWords/2)
+	explicit bool   // modeWord given; else paired (rdma.PairedModeOff)
 	value    uint64 // amount to add; the token for opQuery
 }
 

@@ -351,7 +351,7 @@ func (p *Provider) apply(m *sigMsg) error {
 	if m.op != opVA {
 		mw := m.modeWord
 		if !m.explicit {
-			mw = m.word + words/2
+			mw = uint64(rdma.PairedModeOff(r.size, int(8*m.word)) / 8)
 		}
 		if mw >= words || mw == m.word {
 			return fmt.Errorf("mode word %d in a region of %d bytes: %w", mw, r.size, rdma.ErrOutOfBounds)

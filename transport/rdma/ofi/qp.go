@@ -383,7 +383,7 @@ func (q *qp) planImm(w *rdma.WQE, ps *peerState, pl *plan) error {
 			return fmt.Errorf("mode word at signal word offset %d: %w", s.Off, rdma.ErrOutOfBounds)
 		}
 		m.modeWord = uint64(s.ModeOff / 8)
-		m.explicit = m.modeWord != m.word+uint64(sig.size/8)/2
+		m.explicit = s.ModeOff != rdma.PairedModeOff(sig.size, s.Off)
 		want := rdma.ModeInc
 		if m.op == opAdd {
 			want = rdma.ModeAdd

@@ -102,11 +102,10 @@ func (r *Region) base() uint64 { return uint64(uintptr(unsafe.Pointer(unsafe.Sli
 // and enabled), FI_MR_RMA_EVENT (registered with FI_RMA_EVENT, enabled),
 // FI_MR_LOCAL (its fi_mr_desc goes with every post naming it).
 //
-// Under the counter strategy the first exported region whose size is a
-// multiple of 16 bytes and at most 16*MaxSignals is taken as gin's
-// signals region (Signals value words, then Signals mode words): one
-// signal endpoint with a remote-write counter is opened per signal and
-// named in its descriptor.
+// Under the counter strategy the first exported region whose size is that
+// of a signals region of at most MaxSignals signals (rdma.SignalCount) is
+// taken as gin's signals region: one signal endpoint with a remote-write
+// counter is opened per signal and named in its descriptor.
 //
 // It returns an error for a negative size or unknown flags, a
 // *FabricError from fi_mr_reg, and rdma.ErrClosed after Close.
@@ -143,10 +142,8 @@ func (p *Provider) register(size int, local, ctrl bool) (*Region, error) {
 	}
 	p.nextID++
 	id := p.nextID
-	signals := false
-	if p.strat == counter && !local && !ctrl && p.sigReg.Load() == nil && size > 0 && size%16 == 0 && size/16 <= p.scMax {
-		signals = true
-	}
+	nsig, signals := rdma.SignalCount(size)
+	signals = signals && p.strat == counter && !local && !ctrl && p.sigReg.Load() == nil && nsig <= p.scMax
 	p.mu.Unlock()
 
 	r := &Region{p: p, id: id, size: size, mem: mem, local: local, signals: signals}
@@ -160,7 +157,7 @@ func (p *Provider) register(size int, local, ctrl bool) (*Region, error) {
 	}
 	var scNames [][]byte
 	if signals {
-		if scNames, err = p.openSignalEndpoints(r, size/16); err != nil {
+		if scNames, err = p.openSignalEndpoints(r, nsig); err != nil {
 			return nil, errors.Join(fmt.Errorf("ofi: register signals region: %w", err), r.mr.close(), unmap(mem))
 		}
 	}
