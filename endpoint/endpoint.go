@@ -55,7 +55,10 @@ func (e *Endpoint) routeName() string {
 
 // reserve takes one SQ entry, waiting for room up to the post timeout. While
 // it waits it rings its own doorbell (aggregated entries may be what fills
-// the ring) and drives progress.
+// the ring) and drives progress: it reports the QP's completions and, on a
+// Poller provider, reads the NIC's CQ itself (idle.NewDriven), so a
+// streaming producer is paced by the NIC, not by a progress thread's
+// wake-ups or Go timers.
 func (e *Endpoint) reserve() (uint64, error) {
 	if f := e.qp.fault(); f != nil {
 		return 0, f
@@ -64,7 +67,7 @@ func (e *Endpoint) reserve() (uint64, error) {
 		return seq, nil
 	}
 	start := time.Now()
-	b := idle.New(e.m.cfg.Idle)
+	b := idle.NewDriven(e.m.cfg.Idle, e.m.poller)
 	for {
 		e.group.doorbell()
 		e.qp.progress()
@@ -148,10 +151,11 @@ func (e *Endpoint) kick() {
 
 // flush rings the doorbell and waits until every entry reserved before the
 // call completed (seed 000: snapshot submitted, wait for the completion
-// counter). It returns the first WQE error since the previous flush.
+// counter), driving a Poller provider while it waits. It returns the first
+// WQE error since the previous flush.
 func (e *Endpoint) flush(ctx context.Context) error {
 	target := e.sq.reserved.Load()
-	b := idle.New(e.m.cfg.Idle)
+	b := idle.NewDriven(e.m.cfg.Idle, e.m.poller)
 	for e.sq.completed.Load() < target {
 		e.group.doorbell()
 		if n, _ := e.qp.progress(); n > 0 {

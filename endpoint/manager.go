@@ -64,6 +64,7 @@ func (c *Config) setDefaults() error {
 type Manager struct {
 	cfg    Config
 	prov   rdma.Provider
+	poller rdma.Poller // prov, where waits can drive its progress; else nil
 	system *actor.ActorSystem
 	size   int
 	sup    *actor.PID
@@ -91,6 +92,7 @@ func NewManager(prov rdma.Provider, size int, cfg Config) (*Manager, error) {
 		slots:  slotPool{prov: prov, depth: cfg.Depth},
 		groups: map[[2]int]*Group{},
 	}
+	m.poller, _ = prov.(rdma.Poller)
 	props := actor.PropsFromProducer(func() actor.Actor { return supervisorActor{} },
 		actor.WithSupervisor(faultStrategy{m}))
 	m.sup = cfg.System.Root.Spawn(props)

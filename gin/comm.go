@@ -24,6 +24,7 @@ type Comm struct {
 	cfg    Config
 	boot   Bootstrap
 	prov   rdma.Provider
+	poller rdma.Poller // prov, where waits can drive its progress; else nil
 	caps   rdma.Capabilities
 	rank   int
 	size   int
@@ -60,6 +61,7 @@ func NewComm(ctx context.Context, boot Bootstrap, cfg Config) (*Comm, error) {
 		return nil, fmt.Errorf("new comm: %w", err)
 	}
 	c.prov, c.caps = prov, prov.Capabilities()
+	c.poller, _ = prov.(rdma.Poller)
 	if err := c.checkCaps(); err != nil {
 		prov.Close()
 		return nil, fmt.Errorf("new comm: %w", err)

@@ -39,7 +39,9 @@ func (x *Context) ReadSignal(s Signal, bits int) (uint64, error) {
 
 // WaitSignal waits until the low bits bits of signal s reach least in
 // rolling order and returns the value read (ncclGin::waitSignal, NCCL
-// 2.28). It spins, yields, then parks (Config.Idle). It ends with ctx's
+// 2.28). It spins, yields, then parks (Config.Idle); on a provider whose
+// progress a waiter drives (rdma.Poller: ofi) it polls the NIC while it
+// spins and then blocks in the NIC's wait object instead. It ends with ctx's
 // error when ctx ends, and with ErrPeerLost or ErrClosed when those happen
 // meanwhile: no wait outlives its deadline.
 func (x *Context) WaitSignal(ctx context.Context, s Signal, least uint64, bits int) (uint64, error) {
@@ -70,13 +72,16 @@ func (x *Context) ResetSignal(s Signal) error {
 // wait is every rdmactor wait on a local word: until least <= word (rolling,
 // mask m), ctx ends, the Comm closes or a peer is lost. Deadlines are looked
 // at only when the backoff parks, so the spinning path stays a load and a
-// compare.
+// compare. On a Poller provider the backoff drives it (idle.NewDriven): a
+// signal that only lands when somebody reads the CQ (tcp;ofi_rxm) is landed
+// by its waiter, which then blocks in PollWait, at most Config.Idle.MaxSleep
+// (rounded up to the provider's unit, 1 ms on ofi) between deadline checks.
 func (c *Comm) wait(ctx context.Context, w *atomic.Uint64, least, m uint64, what string, id int) (uint64, error) {
 	least &= m
 	if v := w.Load() & m; rollingLE(least, v, m) {
 		return v, nil
 	}
-	b := idle.New(c.cfg.Idle)
+	b := idle.NewDriven(c.cfg.Idle, c.poller)
 	for {
 		if v := w.Load() & m; rollingLE(least, v, m) {
 			return v, nil

@@ -12,7 +12,7 @@
 #
 # Usage: scripts/bench_ofi.sh [provider...]   (default: tcp sockets)
 # Environment: ROUNDS, REPS (runs per test in each process, default 5),
-# LAT_ITERS (round trips per latency run, default 10000), HOOK=1 (below).
+# LAT_ITERS (round trips per latency run, default 10000).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,58 +33,6 @@ trap 'rm -rf "$tmp"' EXIT
 go build -tags ofi -o "$tmp/bench" ./transport/rdma/ofi/bench
 go build -o "$tmp/rdmarun" ./cmd/rdmarun
 
-# HOOK=1 also runs rdmactor with the proposed gin hook (docs/ofi.md,
-# "Contract changes"): gin's waits call the provider's PollWait instead of
-# idling. It is applied to a copy of gin/signal.go through -overlay; the
-# tree is not changed.
-if [ "${HOOK:-0}" = 1 ]; then
-  mkdir -p "$tmp/hook"
-  cp gin/signal.go "$tmp/hook/signal.go"
-  if (cd "$tmp/hook" && patch -s signal.go) <<'PATCH'
---- signal.go
-+++ signal.go
-@@ -4,6 +4,7 @@
- 	"context"
- 	"fmt"
- 	"sync/atomic"
-+	"time"
- 
- 	"github.com/rdmactor/rdmactor/internal/idle"
- 	"github.com/rdmactor/rdmactor/internal/memword"
-@@ -77,10 +78,24 @@
- 		return v, nil
- 	}
- 	b := idle.New(c.cfg.Idle)
--	for {
-+	poller, _ := c.prov.(interface{ PollWait(time.Duration) int })
-+	for n := 0; ; n++ {
- 		if v := w.Load() & m; rollingLE(least, v, m) {
- 			return v, nil
- 		}
-+		if poller != nil {
-+			poller.PollWait(time.Millisecond)
-+			if n%16 == 15 {
-+				if err := c.check(); err != nil {
-+					return 0, fmt.Errorf("wait %s %d for %d: %w", what, id, least, err)
-+				}
-+				if err := ctx.Err(); err != nil {
-+					v := w.Load() & m
-+					return v, fmt.Errorf("wait %s %d for %d (at %d): %w", what, id, least, v, err)
-+				}
-+			}
-+			continue
-+		}
- 		if b.Idle() {
- 			if err := c.check(); err != nil {
- 				return 0, fmt.Errorf("wait %s %d for %d: %w", what, id, least, err)
-PATCH
-  then
-    printf '{"Replace":{"%s/gin/signal.go":"%s/hook/signal.go"}}' "$PWD" "$tmp" >"$tmp/hook/overlay.json"
-    go build -tags ofi -overlay "$tmp/hook/overlay.json" -o "$tmp/bench-hook" ./transport/rdma/ofi/bench
-  else
-    echo "bench_ofi.sh: gin/signal.go changed, the hook patch does not apply: HOOK run skipped" >&2
-  fi
-fi
 port=$((40000 + RANDOM % 20000))
 
 # median of the numbers on stdin
@@ -128,10 +76,6 @@ for prov in "${@:-tcp sockets}"; do
     # rdmactor: two ranks through the launcher, as any ofi job.
     RDMACTOR_OFI_PROVIDER=$prov "$tmp/rdmarun" -np 2 -transport ofi -timeout 10m \
       "$tmp/bench" -mode gin -reps "$REPS" -lat-iters "$LAT_ITERS" | sed 's/^\[0\] //' | tee -a "$res" >&2
-    if [ -x "$tmp/bench-hook" ]; then
-      RDMACTOR_OFI_PROVIDER=$prov "$tmp/rdmarun" -np 2 -transport ofi -timeout 10m \
-        "$tmp/bench-hook" -mode gin -label gin+hook -reps "$REPS" -lat-iters "$LAT_ITERS" | sed 's/^\[0\] //' | tee -a "$res" >&2
-    fi
   done
 
   echo
@@ -147,12 +91,6 @@ for prov in "${@:-tcp sockets}"; do
   awk -v fp="$fp" -v raw="$raw" -v rws="$rws" -v gin="$gin" 'BEGIN {
     printf "| 8 B put+signal latency (µs, half round trip) | %s | %s | %s | %s | %.2f | %s | %.2f |\n", fp, raw, rws, gin, gin / raw, ratio(gin, rws), gin / fp }
     function ratio(a, b) { return b == "nan" ? "n/a" : sprintf("%.2f", a / b) }'
-  if [ -x "$tmp/bench-hook" ]; then
-    hook=$(get gin+hook latency 8)
-    awk -v raw="$raw" -v rws="$rws" -v gin="$hook" 'BEGIN {
-      printf "| ... with the proposed gin hook | | | | %s | %.2f | %s | |\n", gin, gin / raw, ratio(gin, rws) }
-      function ratio(a, b) { return b == "nan" ? "n/a" : sprintf("%.2f", a / b) }'
-  fi
   for size in 65536 1048576; do
     raw=$(get raw bw "$size")
     rws=$(get raw-sread bw "$size")
@@ -160,11 +98,5 @@ for prov in "${@:-tcp sockets}"; do
     awk -v size="$size" -v raw="$raw" -v rws="$rws" -v gin="$gin" 'BEGIN {
       printf "| %d KiB put bandwidth (MB/s) | | %s | %s | %s | %.2f | %s | |\n", size / 1024, raw, rws, gin, gin / raw, ratio(gin, rws) }
       function ratio(a, b) { return b == "nan" ? "n/a" : sprintf("%.2f", a / b) }'
-    if [ -x "$tmp/bench-hook" ]; then
-      hook=$(get gin+hook bw "$size")
-      awk -v size="$size" -v raw="$raw" -v rws="$rws" -v gin="$hook" 'BEGIN {
-        printf "| ... with the proposed gin hook | | | | %s | %.2f | %s | |\n", gin, gin / raw, ratio(gin, rws) }
-        function ratio(a, b) { return b == "nan" ? "n/a" : sprintf("%.2f", a / b) }'
-    fi
   done
 done

@@ -51,15 +51,22 @@ func (p *Provider) run() {
 	lastAct := p.activity.Load()
 	var idleSince time.Time
 	nap := napMin
+	polls := p.polls.Load()
 	for empty := 0; !p.stopping.Load(); {
-		if p.waiters.Load() > 0 || p.polledSince(pollerQuiet) {
-			// A waiter drives progress (PollWait): stand back until it
-			// has been quiet for a while.
-			napFor(pollerQuiet / 4)
+		if p.waiters.Load() > 0 || p.polls.Load() != polls {
+			// A waiter drives progress (Poll, PollWait): stand back until
+			// it has been quiet for a while. A Go sleep, not a nap: the
+			// goroutine parks and gives its P back, whereas a thread in a
+			// nanosleep syscall keeps it, so the runtime's sysmon would
+			// retake it on every nap (a futex wake-up of another thread,
+			// and sysmon itself waking every 20 µs), which costs the
+			// waiter on a 2-core VM more than the nap saves.
+			polls = p.polls.Load()
+			time.Sleep(pollerQuiet)
 			continue
 		}
 		p.pollMu.Lock() // a waiter in PollWait may hold it: it progresses meanwhile
-		if p.waiters.Load() > 0 || p.polledSince(pollerQuiet) {
+		if p.waiters.Load() > 0 || p.polls.Load() != polls {
 			p.pollMu.Unlock()
 			continue
 		}
@@ -91,26 +98,16 @@ func (p *Provider) run() {
 }
 
 // block waits in fi_cq_sread until a completion arrives, a post wakes it
-// (active, fi_cq_signal) or blockMS passes, and handles what it read.
+// (fi_cq_signal, see wakeup) or blockMS passes, and handles what it read.
 func (p *Provider) block(ents []cqEntry, lastAct uint64) {
-	p.blocked.Store(true)
-	defer p.blocked.Store(false)
-	// Dekker with active: a post bumps activity, then looks at blocked.
-	if p.activity.Load() != lastAct || p.inflight.Load() > 0 || p.stopping.Load() {
-		return
-	}
 	p.pollMu.Lock()
 	defer p.pollMu.Unlock()
-	switch n := p.f.waitCQ(ents, blockMS); {
-	case n > 0:
-		for i := range ents[:n] {
-			p.handle(&ents[i])
-		}
-	case n == -codeAvail:
-		if e, ok := p.f.readErr(); ok {
-			p.handleErr(&e)
-		}
+	// A post since the goroutine last looked: poll instead. (A post of a
+	// write that needs polling, later, wakes the CQ: blockCQ's Dekker.)
+	if p.activity.Load() != lastAct {
+		return
 	}
+	p.blockCQ(ents, blockMS)
 	if p.strat == counter {
 		p.pollCounters()
 	}
@@ -146,55 +143,91 @@ const (
 	napMin    = 10 * time.Microsecond
 )
 
-// Poll drives the provider once from the caller's goroutine: it reads a
-// batch of completions, applies the signals among them, and returns how
-// many it handled (0 at once if another Poll or the progress goroutine is
-// polling). It is the provider half of a proposed contract change
-// (docs/ofi.md): a waiter that spins anyway (gin's WaitSignal) polls the
-// provider, the progress goroutine stands back while it does, and one
-// thread per rank spins instead of two. Safe for concurrent use.
+var _ rdma.Poller = (*Provider)(nil)
+
+// Poll drives the provider once from the caller's goroutine (rdma.Poller):
+// it reads a batch of completions (fi_cq_read(3), which on a
+// manual-progress provider also moves data), applies the signals among
+// them, and returns how many it handled; 0 at once if another Poll or the
+// progress goroutine is reading the CQ. A waiter that polls makes the
+// progress goroutine stand back for pollerQuiet, so one thread per rank
+// reads the CQ, not two. Safe for concurrent use.
 func (p *Provider) Poll() int {
 	if p.stopping.Load() || !p.pollMu.TryLock() {
 		return 0
 	}
 	defer p.pollMu.Unlock()
-	p.lastPoll.Store(time.Now().UnixNano())
-	if p.pollEnts == nil {
-		p.pollEnts = make([]cqEntry, cqEntryBatch)
-	}
-	return p.poll(p.pollEnts)
+	p.polls.Add(1)
+	return p.poll(p.pollBuf())
 }
 
-// PollWait is Poll that, when nothing is ready and the CQ has a wait
-// object, blocks in fi_cq_sread for up to d (rounded up to 1 ms, the call's
-// unit) until a completion or signal arrives. A waiter that calls it
-// instead of spinning costs no CPU and is woken by the kernel when data
-// comes in, like a blocking fi_cq_sread loop (the raw anchor's -sread).
-// It returns 0 at once where another poll runs.
+// PollWait is Poll that, when nothing was ready, waits for up to d
+// (rdma.Poller): where the CQ has a wait object it blocks in fi_cq_sread(3)
+// for d rounded up to whole milliseconds (the call's unit), woken by the
+// kernel when data arrives, by a post that needs polling, or by another
+// PollWait caller; where it has none (sockets), or signals tick counters
+// rather than the CQ, it naps with nanosleep, from 10 µs doubling to
+// RDMACTOR_OFI_IDLE_MAX (and never past d) while nothing arrives. It
+// returns at once, after one poll, while writes of this rank are in flight:
+// a manual-progress provider moves them only while polled. Unlike Poll it
+// waits for the CQ when the progress goroutine holds it (waking it from
+// fi_cq_sread). Safe for concurrent use.
 func (p *Provider) PollWait(d time.Duration) int {
 	if p.stopping.Load() {
 		return 0
 	}
-	// Take the CQ from the progress goroutine, waking it if it blocks.
+	// Take the CQ from whoever reads it, waking them if they block.
 	p.waiters.Add(1)
 	p.wakeup()
 	p.pollMu.Lock()
 	p.waiters.Add(-1)
+	p.polls.Add(1)
+	ents := p.pollBuf()
+	if n := p.poll(ents); n > 0 || p.inflight.Load() > 0 || p.stopping.Load() {
+		p.pollNap = napMin
+		p.pollMu.Unlock()
+		return n
+	}
+	if !p.f.waitable || p.strat == counter {
+		nap := min(p.pollNap, d)
+		p.pollNap = min(2*p.pollNap, p.env.idleMax)
+		p.pollMu.Unlock()
+		napFor(nap)
+		return 0
+	}
 	defer p.pollMu.Unlock()
-	p.lastPoll.Store(time.Now().UnixNano())
+	ms := max(1, int((d+time.Millisecond-1)/time.Millisecond))
+	n := p.blockCQ(ents, ms)
+	p.polls.Add(1)
+	if n > 0 {
+		p.pollNap = napMin
+	}
+	return n
+}
+
+// pollBuf is the CQ buffer of Poll and PollWait. Caller holds pollMu.
+func (p *Provider) pollBuf() []cqEntry {
 	if p.pollEnts == nil {
 		p.pollEnts = make([]cqEntry, cqEntryBatch)
 	}
-	if n := p.poll(p.pollEnts); n > 0 || !p.f.waitable || p.inflight.Load() > 0 {
-		return n // sends in flight need polling, not sleeping
+	return p.pollEnts
+}
+
+// blockCQ blocks in fi_cq_sread for up to ms milliseconds, unless a post
+// or a PollWait caller came meanwhile, and handles what it read; it
+// returns how much. Caller holds pollMu.
+func (p *Provider) blockCQ(ents []cqEntry, ms int) int {
+	p.blocked.Store(true)
+	defer p.blocked.Store(false)
+	// Dekker with wakeup: a post bumps inflight (or a PollWait waiters),
+	// then looks at blocked; this stores blocked, then looks at them.
+	if p.inflight.Load() > 0 || p.waiters.Load() > 0 || p.stopping.Load() {
+		return 0
 	}
-	ms := max(1, int((d+time.Millisecond-1)/time.Millisecond))
-	n := p.f.waitCQ(p.pollEnts, ms)
-	p.lastPoll.Store(time.Now().UnixNano())
-	switch {
+	switch n := p.f.waitCQ(ents, ms); {
 	case n > 0:
-		for i := range p.pollEnts[:n] {
-			p.handle(&p.pollEnts[i])
+		for i := range ents[:n] {
+			p.handle(&ents[i])
 		}
 		return n
 	case n == -codeAvail:
@@ -206,13 +239,8 @@ func (p *Provider) PollWait(d time.Duration) int {
 	return 0
 }
 
-// polledSince reports whether Poll ran within the last d.
-func (p *Provider) polledSince(d time.Duration) bool {
-	t := p.lastPoll.Load()
-	return t != 0 && time.Now().UnixNano()-t < int64(d)
-}
-
-// pollerQuiet is how long after a Poll the progress goroutine stays back.
+// pollerQuiet is how long the progress goroutine stays back once it saw a
+// Poll or PollWait: until none came for that long.
 const pollerQuiet = time.Millisecond
 
 // poll reads one batch of completions and the counters; it returns how

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/rdmactor/rdmactor/transport/rdma"
@@ -58,13 +59,14 @@ type Provider struct {
 	peers     []peerState           // by world rank
 	ctrl      *Region               // mode query results and landing words
 	ctxs      ctxPool
-	stage     stagePool    // small writes' sources, where FI_INJECT is unsafe
-	internal  sync.Map     // *ctx -> *internalOp
-	dec       decoder      // under pollMu
-	pollMu    sync.Mutex   // one reader of the CQ at a time: the progress goroutine or Poll
-	lastPoll  atomic.Int64 // UnixNano of the last Poll
-	waiters   atomic.Int32 // PollWait callers waiting for pollMu
-	pollEnts  []cqEntry    // Poll's buffer, under pollMu
+	stage     stagePool     // small writes' sources, where FI_INJECT is unsafe
+	internal  sync.Map      // *ctx -> *internalOp
+	dec       decoder       // under pollMu
+	pollMu    sync.Mutex    // one reader of the CQ at a time: the progress goroutine or Poll
+	polls     atomic.Uint64 // Poll and PollWait calls: the progress goroutine stands back while they come
+	waiters   atomic.Int32  // PollWait callers waiting for pollMu
+	pollEnts  []cqEntry     // Poll's buffer, under pollMu
+	pollNap   time.Duration // PollWait's next nap where it cannot block, under pollMu
 
 	// counter strategy
 	sc      []scEndpoint
@@ -135,7 +137,7 @@ func Open(cfg rdma.Config) (rdma.Provider, error) {
 		return nil, err
 	}
 	p := &Provider{cfg: cfg, env: env, it: *it, strat: strat, mrm: mrModesOf(it.mrMode), qk: quirksOf(it.prov),
-		done: make(chan struct{}), imports: map[*remoteRegion]struct{}{},
+		done: make(chan struct{}), pollNap: napMin, imports: map[*remoteRegion]struct{}{},
 		peers: make([]peerState, cfg.Size)}
 	p.it.c = nil
 	if strat == cqdata && cfg.Size-1 > maxSender {

@@ -5,13 +5,10 @@ package ofi
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/rdmactor/rdmactor/internal/memword"
 	"github.com/rdmactor/rdmactor/transport/rdma"
@@ -23,14 +20,13 @@ import (
 // which marks the QP's operation records; Progress reports the completed
 // prefix in post order.
 type qp struct {
-	p       *Provider
-	id      uint64
-	peer    int
-	cq      rdma.CompletionHandler
-	closed  atomic.Bool
-	fault   atomic.Pointer[rdma.QPError]
-	doneGen atomic.Uint64 // bumped by every finish
-	aux     *ctx          // context of operations posted without FI_COMPLETION (errors only)
+	p      *Provider
+	id     uint64
+	peer   int
+	cq     rdma.CompletionHandler
+	closed atomic.Bool
+	fault  atomic.Pointer[rdma.QPError]
+	aux    *ctx // context of operations posted without FI_COMPLETION (errors only)
 
 	mu     sync.Mutex // guards ring, head, tail
 	ring   []opRec    // power-of-two ring of records, by seq
@@ -149,7 +145,6 @@ func (q *qp) finish(seq uint64, state uint8, err error) {
 		r.state, r.err = state, err
 	}
 	q.mu.Unlock()
-	q.doneGen.Add(1)
 }
 
 // setFault makes err the QP's sticky fault (the first one wins) and
@@ -164,46 +159,23 @@ func (q *qp) setFault(err error) *rdma.QPError {
 }
 
 // Progress reports the operations completed since the last call, in post
-// order, to the QP's handler, and returns how many. The provider's
-// progress goroutine does the libfabric progress; this only hands its
-// results over, so it is cheap. Once the QP has failed it also returns the
-// *rdma.QPError (with the provider's message: fi_cq_readerr,
-// fi_cq_strerror). It returns rdma.ErrClosed after Close.
+// order, to the QP's handler, and returns how many. It does no libfabric
+// progress itself: the provider's progress goroutine does, or a waiter
+// through Poll and PollWait (rdma.Poller; the endpoint's waits call them
+// between Progress calls), so it is cheap and never blocks. Once the QP
+// has failed it also returns the *rdma.QPError (with the provider's
+// message: fi_cq_readerr, fi_cq_strerror). It returns rdma.ErrClosed after
+// Close.
 func (q *qp) Progress() (int, error) {
 	if q.closed.Load() {
 		return 0, fmt.Errorf("ofi: progress: %w", rdma.ErrClosed)
 	}
 	n := q.reportDone()
-	if n == 0 && q.pending() {
-		// Wait a little for the progress goroutine rather than send the
-		// caller into its idle strategy, whose parks are Go timers (about
-		// 1 ms on small VMs): a streaming producer waiting for SQ room
-		// would stall for a millisecond at a time.
-		gen := q.doneGen.Load()
-		for start := time.Now(); q.doneGen.Load() == gen && time.Since(start) < progressWait; {
-			schedYield()
-		}
-		n = q.reportDone()
-	}
 	if f := q.fault.Load(); f != nil {
 		return n, f
 	}
 	return n, nil
 }
-
-// progressWait bounds how long Progress waits for a completion.
-const progressWait = 50 * time.Microsecond
-
-// pending reports whether an operation of the QP is posted and not done.
-func (q *qp) pending() bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.head < q.tail && q.ring[q.head&uint64(len(q.ring)-1)].state == opPending
-}
-
-// schedYield gives the core to another thread (sched_yield(2)), unlike
-// runtime.Gosched, which keeps it busy with this process's goroutines.
-func schedYield() { _, _, _ = unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
 
 // reportDone hands the completed prefix of the records to the handler, in
 // post order. Post and Progress call it (the caller serializes them).
@@ -586,15 +558,18 @@ func (q *qp) write(buf unsafe.Pointer, n int, desc unsafe.Pointer, dest, raddr, 
 	}
 	var start time.Time
 	for i := 0; r == -codeAgain; i++ {
+		// The provider frees its queue only while polled: poll here (as
+		// any wait on the provider), and wake the progress goroutine in
+		// case another thread holds the CQ.
 		switch {
 		case i == 0:
 			start = time.Now()
 			p.active()
-			p.wakeup() // the provider frees its queue only while polled
-		case i < 64:
+			p.wakeup()
 		case i < 128:
-			runtime.Gosched()
+			p.Poll()
 		default:
+			p.Poll()
 			time.Sleep(20 * time.Microsecond)
 			if time.Since(start) > p.env.postTimeout {
 				return &rdma.QPError{Peer: q.peer, Err: fmt.Errorf("ofi: post: still -FI_EAGAIN after %v (peer not draining?): %w",

@@ -4,7 +4,6 @@ package ofi
 
 import (
 	"fmt"
-	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -90,10 +89,11 @@ func (q *qp) queryMode(ps *peerState, sig *remoteRegion, modeWord uint64) (uint6
 		} else {
 			p.wakeup()
 			for spins := 0; op.done.Load() == 0; spins++ {
-				if spins > 256 {
+				// The read completes only while somebody reads the CQ:
+				// this thread does (rdma.Poller), as any wait on the
+				// provider, else the progress goroutine.
+				if p.Poll() == 0 && spins > 256 {
 					time.Sleep(5 * time.Microsecond)
-				} else {
-					runtime.Gosched()
 				}
 				if err := q.queryAborted(start); err != nil {
 					return 0, err // the context stays registered; its late completion is dropped

@@ -1,0 +1,191 @@
+//go:build ofi && cgo && linux
+
+package ofi_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/rdmactor/rdmactor/gin"
+	"github.com/rdmactor/rdmactor/transport/rdma"
+	"github.com/rdmactor/rdmactor/transport/rdma/ofi"
+)
+
+// capture is the ofi provider registered as capName: it records the
+// providers gin opens through it, by rank, so a test can reach them.
+const capName = "ofi-captured"
+
+var captured struct {
+	sync.Mutex
+	provs map[int]*ofi.Provider
+}
+
+func init() {
+	rdma.Register(capName, func(cfg rdma.Config) (rdma.Provider, error) {
+		p, err := ofi.Open(cfg)
+		if err != nil {
+			return nil, err
+		}
+		captured.Lock()
+		captured.provs[cfg.Rank] = p.(*ofi.Provider)
+		captured.Unlock()
+		return p, nil
+	})
+}
+
+// capturedComms opens two goroutine-rank Comms on prov and returns them
+// with their providers.
+func capturedComms(t *testing.T, prov string) ([]*gin.Comm, []*ofi.Provider) {
+	t.Helper()
+	t.Setenv(ofi.EnvProvider, prov)
+	skipIfNoProvider(t, prov)
+	captured.Lock()
+	captured.provs = map[int]*ofi.Provider{}
+	captured.Unlock()
+	comms, err := gin.NewLocal(context.Background(), 2, gin.Config{Transport: capName, Signals: 2})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		for _, c := range comms {
+			c.Close()
+		}
+	})
+	captured.Lock()
+	defer captured.Unlock()
+	return comms, []*ofi.Provider{captured.provs[0], captured.provs[1]}
+}
+
+// TestProviderIsPoller: the ofi provider offers rdma.Poller, which gin's
+// and the endpoint's waits look for (transport/rdma/poller.go).
+func TestProviderIsPoller(t *testing.T) {
+	t.Setenv(ofi.EnvProvider, "tcp")
+	skipIfNoProvider(t, "tcp")
+	p, err := rdma.Open(ofi.Name, rdma.Config{Rank: 0, Size: 1, Job: "poller"})
+	require.NoError(t, err)
+	defer p.Close()
+	_, ok := p.(rdma.Poller)
+	require.True(t, ok, "*ofi.Provider must implement rdma.Poller")
+}
+
+// TestWaitDrivesProvider: with both ranks' progress goroutines held back,
+// nothing reads the CQs but the callers, and on tcp;ofi_rxm and sockets
+// (manual progress) a write lands and a signal is applied only when the
+// target reads its CQ (on sockets a write also leaves only while its
+// initiator does). A ping-pong of signalled puts (with the mode queries
+// of first use) still completes: gin's WaitSignal, the endpoint's waits
+// and the mode query drive the provider through rdma.Poller. Without that
+// the first wait ends with its deadline.
+//
+// Rank 1's last put moves (on sockets) only while rank 1 polls, so rank 1
+// ends in a wait for rank 0's "done" signal; rank 0's "done" put needs the
+// same of rank 0, which has no more waits: the holds are released once
+// rank 0 is done, and only rank 0's rounds are the test.
+func TestWaitDrivesProvider(t *testing.T) {
+	for _, prov := range providers {
+		t.Run(prov, func(t *testing.T) {
+			comms, provs := capturedComms(t, prov)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a hang guard
+			defer cancel()
+			ws, err := registerAll(ctx, comms, 4096, 0)
+			require.NoError(t, err)
+			var releases []func()
+			for _, p := range provs {
+				releases = append(releases, ofi.HoldProgress(p))
+			}
+			release := func() {
+				for _, r := range releases {
+					r()
+				}
+			}
+			defer release()
+			const rounds = 50
+			errs := [2]chan error{make(chan error, 1), make(chan error, 1)}
+			for r := range 2 {
+				go func() {
+					errs[r] <- func() error {
+						x, _ := comms[r].Context(0)
+						w, peer := comms[r].World(), 1-r
+						src := ws[r].Bytes()
+						for i := uint64(1); i <= rounds; i++ {
+							if r == 1 {
+								if _, err := x.WaitSignal(ctx, 0, i, 64); err != nil {
+									return err
+								}
+							}
+							src[0] = byte(i)
+							if err := x.Put(w, peer, ws[r], 8, ws[r], 0, 1, gin.SignalInc(0), gin.LocalNone); err != nil {
+								return err
+							}
+							if r == 0 {
+								if _, err := x.WaitSignal(ctx, 0, i, 64); err != nil {
+									return err
+								}
+							}
+							if got := ws[r].Bytes()[8]; got != byte(i) {
+								return fmt.Errorf("round %d: signal seen, put data %d", i, got)
+							}
+						}
+						if r == 0 {
+							return x.Signal(w, peer, gin.SignalInc(1))
+						}
+						_, err := x.WaitSignal(ctx, 1, 1, 64)
+						return err
+					}()
+				}()
+			}
+			require.NoError(t, <-errs[0], "rank 0, progress held")
+			release()
+			require.NoError(t, <-errs[1], "rank 1")
+		})
+	}
+}
+
+// TestPollWaitEnds: a WaitSignal that has spun past its polls and loops
+// in PollWait (no signal will come) ends with ctx's error when ctx is
+// cancelled and with gin.ErrClosed when its Comm closes: the loop looks at
+// both between PollWait calls (gin/signal.go, wait).
+func TestPollWaitEnds(t *testing.T) {
+	for _, prov := range providers {
+		for _, how := range []string{"cancel", "close"} {
+			t.Run(prov+"/"+how, func(t *testing.T) {
+				comms, provs := capturedComms(t, prov)
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				x, _ := comms[0].Context(0)
+				start := ofi.Polls(provs[0])
+				done := make(chan error, 1)
+				go func() {
+					_, err := x.WaitSignal(ctx, 1, 1, 64)
+					done <- err
+				}()
+				// Past the spin phase (gin.DefaultIdle.Spins polls) the
+				// waiter is in its PollWait loop.
+				for ofi.Polls(provs[0])-start < uint64(gin.DefaultIdle.Spins)+8 {
+					select {
+					case err := <-done:
+						t.Fatalf("wait ended before it was ended: %v", err)
+					default:
+						time.Sleep(100 * time.Microsecond)
+					}
+				}
+				want := context.Canceled
+				if how == "cancel" {
+					cancel()
+				} else {
+					want = gin.ErrClosed
+					go comms[0].Close()
+				}
+				select {
+				case err := <-done:
+					require.ErrorIs(t, err, want)
+				case <-time.After(30 * time.Second): // a hang guard, not a timing
+					t.Fatal("wait did not end")
+				}
+			})
+		}
+	}
+}
