@@ -29,3 +29,37 @@ func TestBackoffParksWhenIdle(t *testing.T) {
 	}
 	assert.GreaterOrEqual(t, time.Since(start), 200*50*time.Microsecond)
 }
+
+// driver records how a driven Backoff used it.
+type driver struct {
+	polls int
+	waits []time.Duration
+}
+
+func (d *driver) Poll() int                    { d.polls++; return 0 }
+func (d *driver) PollWait(t time.Duration) int { d.waits = append(d.waits, t); return 0 }
+
+func TestDrivenBackoff(t *testing.T) {
+	// The spin phase polls the driver; after it every Idle blocks in
+	// PollWait for MaxSleep and reports a park (callers check deadlines);
+	// there is no yield phase and no Go sleep.
+	d := &driver{}
+	s := Strategy{Spins: 3, Yields: 2, MinSleep: time.Microsecond, MaxSleep: time.Millisecond}
+	b := NewDriven(s, d)
+	var parked []bool
+	for i := 0; i < 6; i++ {
+		parked = append(parked, b.Idle())
+	}
+	assert.Equal(t, []bool{false, false, false, true, true, true}, parked)
+	assert.Equal(t, 3, d.polls)
+	assert.Equal(t, []time.Duration{time.Millisecond, time.Millisecond, time.Millisecond}, d.waits)
+	b.Reset()
+	assert.False(t, b.Idle(), "reset starts with polling again")
+	assert.Equal(t, 4, d.polls)
+}
+
+func TestDrivenNil(t *testing.T) {
+	// A nil Driver (a provider that is not an rdma.Poller) is New.
+	s := Strategy{Spins: 1, Yields: 1, MinSleep: time.Microsecond, MaxSleep: time.Microsecond}
+	assert.Equal(t, New(s), NewDriven(s, nil))
+}
