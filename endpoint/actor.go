@@ -40,9 +40,23 @@ func (a *endpointActor) Receive(c actor.Context) {
 // progress drives the QP until the endpoint has nothing in flight or the QP
 // failed. It runs on the actor's goroutine: the endpoint's other messages
 // (faults) wait, which is fine since a fault also ends the loop.
+//
+// On a Poller provider it only reports what others found, and lazily (it
+// parks at once, Config.Idle's sleeps): the CQ is read by whoever waits
+// (the producer waiting for SQ room, Flush, a gin wait, each reporting
+// too) or else by the provider's own progress thread, and every Post
+// reports what has completed. A spinning actor beside a streaming
+// producer took the core the receiver needed on a 2-core VM, and one that
+// also read the CQ contended with the producer's writes inside the
+// provider (docs/ofi.md). The actor remains what reports completions
+// nobody waits for and surfaces QP faults.
 func (a *endpointActor) progress() {
 	e := a.ep
-	b := idle.New(e.m.cfg.Idle)
+	s := e.m.cfg.Idle
+	if e.m.poller != nil {
+		s.Spins, s.Yields = 0, 0
+	}
+	b := idle.New(s)
 	for {
 		for e.sq.inFlight() > 0 && e.qp.fault() == nil && !e.m.closed.Load() {
 			if n, _ := e.qp.progress(); n > 0 {

@@ -171,6 +171,25 @@ func (m *Manager) newEndpoint(ctx, peer, sig int) (*Endpoint, error) {
 	return e, nil
 }
 
+// Progress reports the completions every QP of the Manager has found, to
+// their endpoints (their SQs and the counters of their local actions), and
+// returns how many. A QP another goroutine is posting on or driving is
+// skipped: that one reports. It never blocks; waits on counters call it
+// between polls of a Poller provider, whose completions are otherwise
+// reported by the endpoint actors, lazily.
+func (m *Manager) Progress() int {
+	// Under qpPool.mu (lock order qpPool.mu -> sharedQP.postMu, and
+	// progress only tries the latter): no list to copy on a hot wait.
+	m.qps.mu.Lock()
+	defer m.qps.mu.Unlock()
+	n := 0
+	for _, s := range m.qps.qps {
+		k, _ := s.progress()
+		n += k
+	}
+	return n
+}
+
 // dropEndpoint gives the endpoint's QP reference back (its actor stopped).
 func (m *Manager) dropEndpoint(e *Endpoint) {
 	m.qps.release(e.qp, e.route)

@@ -4,6 +4,11 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
+	"time"
+
+	"github.com/rdmactor/rdmactor/endpoint"
+	"github.com/rdmactor/rdmactor/internal/idle"
+	"github.com/rdmactor/rdmactor/transport/rdma"
 )
 
 // counterBits is the width of counters (ncclGinCounter_t: "limited to
@@ -43,7 +48,31 @@ func (x *Context) WaitCounter(ctx context.Context, n Counter, least uint64, bits
 	if err != nil {
 		return 0, err
 	}
-	return x.c.wait(ctx, w, least, m, "counter", int(n))
+	var d idle.Driver
+	if x.c.poller != nil {
+		d = reporter{x.c.poller, x.c.eps}
+	}
+	return x.c.waitDriving(ctx, w, least, m, "counter", int(n), d)
+}
+
+// reporter drives a Poller provider and then has the endpoints report the
+// completions found: a counter ticks (CounterInc, a local action) when its
+// put's completion is reported, which the endpoint actors otherwise do
+// lazily on such providers (endpoint/actor.go).
+type reporter struct {
+	p   rdma.Poller
+	eps *endpoint.Manager
+}
+
+func (r reporter) Poll() int { return r.p.Poll() + r.eps.Progress() }
+
+// PollWait reports first: what another thread read from the CQ is not
+// worth a block in it.
+func (r reporter) PollWait(d time.Duration) int {
+	if n := r.eps.Progress(); n > 0 {
+		return n
+	}
+	return r.p.PollWait(d) + r.eps.Progress()
 }
 
 // ResetCounter sets counter n to 0 (ncclGin::resetCounter); it may not race

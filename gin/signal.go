@@ -77,11 +77,25 @@ func (x *Context) ResetSignal(s Signal) error {
 // by its waiter, which then blocks in PollWait, at most Config.Idle.MaxSleep
 // (rounded up to the provider's unit, 1 ms on ofi) between deadline checks.
 func (c *Comm) wait(ctx context.Context, w *atomic.Uint64, least, m uint64, what string, id int) (uint64, error) {
+	return c.waitDriving(ctx, w, least, m, what, id, c.driver())
+}
+
+// driver is what a wait on a signal word drives: the provider if it is a
+// Poller, else nil.
+func (c *Comm) driver() idle.Driver {
+	if c.poller == nil {
+		return nil
+	}
+	return c.poller
+}
+
+// waitDriving is wait driving d (nil: none) while it waits.
+func (c *Comm) waitDriving(ctx context.Context, w *atomic.Uint64, least, m uint64, what string, id int, d idle.Driver) (uint64, error) {
 	least &= m
 	if v := w.Load() & m; rollingLE(least, v, m) {
 		return v, nil
 	}
-	b := idle.NewDriven(c.cfg.Idle, c.poller)
+	b := idle.NewDriven(c.cfg.Idle, d)
 	for {
 		if v := w.Load() & m; rollingLE(least, v, m) {
 			return v, nil
