@@ -110,6 +110,9 @@ func New(ctx context.Context, g *gpu.Comm, cfg Config) (_ *Handle, err error) {
 	if err == nil {
 		h.state, err = g.Context().MemAlloc(p.stateSize)
 	}
+	if err == nil { // the kernels' completion counters start at 0
+		err = g.Context().Memset(h.state, 0, p.stateSize)
+	}
 	var werr error
 	h.win, werr = g.RegisterWindow(ctx, p.size)
 	err = errors.Join(err, werr)

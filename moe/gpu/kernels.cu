@@ -67,18 +67,16 @@ struct Args {
   Window win;  // the handle's window
   u64 rank, n, hidden, topk, experts, local, maxT, maxLL, rs, ew, hdrB, sigBase, fp8, slotB, groups;
   // window regions (byte offsets)
-  u64 offInput, offHdrStage, offCnt, offMetaStage, offRecvMeta, offRecvX, offComb;
-  u64 offLLStage, offLLX, offLLSrc, offLLCount, offLLY, offLLComb;
+  u64 offInput, offHdrStage, offCnt, offMetaStage, offRecvMeta, offRecvX;
+  u64 offLLStage, offLLX, offLLSrc, offLLCount, offLLY;
   // device state (this rank only)
   u32* masks;          // [maxT] token -> rank bits
   int* pos;            // [maxT][n] send positions, -1: not sent there
   int* tokPerExpert;   // [E]
   int* tokPerRank;     // [n]
   u32* finish;         // [2][n] dispatch completion per destination
-  u32* combFinish;     // [2][n] combine completion per destination
   u32* llCounter;      // [2][E] low-latency slot allocator
   u32* llFinish;       // [2][E] low-latency completion per expert
-  u32* llCombFinish;   // [2][n] low-latency combine completion
   int* llSlotOf;       // [maxLL][K] slot each pair got, -1 none
   int* llIdx;          // [maxLL][K] the routing of the last DispatchLL
   u64* err;            // first error: code << 32 | detail
@@ -246,14 +244,6 @@ __device__ __forceinline__ i64 recvOffset(const i64* C, int n, int s, int r) {
   for (int q = 0; q < s; q++) o += C[q * n + r];
   return o;
 }
-// combineOffset: where rank r's returned rows start in rank s's combine
-// buffer: sum over q < r of C[s][q] (moe.CountMatrix.CombineOffset).
-__device__ __forceinline__ i64 combineOffset(const i64* C, int n, int s, int r) {
-  i64 o = 0;
-  for (int q = 0; q < r; q++) o += C[s * n + q];
-  return o;
-}
-
 // waitAll waits, with the whole block, until signal sig(s) of every rank s
 // (except skip) reached least. False if aborted (recorded).
 template <typename SigOf>
@@ -288,7 +278,6 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
     sRank[i] = 0;
     // The next round's completion counters (used last two rounds ago).
     a.finish[(parity ^ 1) * n + i] = 0;
-    a.combFinish[(parity ^ 1) * n + i] = 0;
   }
   if (tid == 0) *sBad = 0x7fffffff;
   __syncthreads();
@@ -479,8 +468,10 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
   // Completion: the last block done signals every destination.
   blockFinish(a.finish + parity * n, n, [&](int r) { gin.signal(world, r, SignalAdd{sigData(a, me), 1}, CoopThread{}); });
 
-  // 3. every rank's rows are here.
-  waitAll(a, gin, [&](int s) { return sigData(a, s); }, -1, round);
+  // 3. every rank's rows are here: one block waits, the others are done
+  // (the kernel ends when the last block does, and blocks polling beside
+  // blocks still putting slow those puts down).
+  if (blockIdx.x == 0) waitAll(a, gin, [&](int s) { return sigData(a, s); }, -1, round);
 }
 
 // ---- combine (normal mode) ----
@@ -550,6 +541,16 @@ struct ReduceSlots {
 };
 
 // moe_combine: out is [T][hidden] bf16. Dynamic shared memory: n*n i64.
+// The sources pull: block 0 tells every other rank that this rank's expert
+// outputs (recv.X, written by kernels queued before this one) are there to
+// read, signal comb[me]; each rank waits for every other's, then sums each
+// token's rows in float32, loading those at other ranks straight from
+// their recv.X through the LSA mapping (lsaPointer, as ncclGetLsaPointer)
+// and rounds once to bf16. No rows are staged, and no block waits while
+// another moves data (on 2 x H200, blocks polling a signal beside blocks
+// putting over NVLink slowed the puts 2-4x). A rank's recv.X is next
+// written by the next dispatch, which starts after every rank's next
+// layout, so after every rank's combine is done reading.
 extern "C" __global__ void __launch_bounds__(1024, 1)
     moe_combine(const __grid_constant__ DevComm comm, const __grid_constant__ Args a, int T, u64 round, u16* out) {
   const int n = (int)a.n, me = (int)a.rank, H = (int)a.hidden;
@@ -559,36 +560,14 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
   Team world = teamWorld(comm);
   loadCounts(a, parity, C);
 
-  // 1. rows back: to each other source s, the C[s][me] rows it sent here
-  // (contiguous at both ends). The blocks split the concatenation of these
-  // blocks of rows evenly, each streaming its contiguous share.
-  {
-    i64 total = 0;
-    for (int q = 0; q + 1 < n; q++) total += C[((me + 1 + q) % n) * n + me];
-    const i64 a0 = total * blockIdx.x / gridDim.x, a1 = total * (blockIdx.x + 1) / gridDim.x;
-    i64 at = 0;
-    for (int q = 0; q + 1 < n; q++) {
-      const int s = (me + 1 + q) % n;
-      const i64 rows = C[s * n + me];
-      const i64 lo = max(a0, at), hi = min(a1, at + rows);
-      if (lo < hi)
-        gin.put(world, s, a.win, a.offComb + (u64)(combineOffset(C, n, s, me) + lo - at) * a.rs, a.win,
-                a.offRecvX + (u64)(recvOffset(C, n, s, me) + lo - at) * a.rs, (u64)(hi - lo) * a.rs, None{}, None{},
-                CoopBlock{});
-      at += rows;
-    }
-  }
-  char* lb = local(a);
-  blockFinish(a.combFinish + parity * n, n, [&](int s) {
-    if (s != me) gin.signal(world, s, SignalAdd{sigComb(a, me), 1}, CoopThread{});
-  });
-
-  // 2. every other rank returned this rank's rows.
+  // 1. this rank's outputs are ready; every other rank's are.
+  if (blockIdx.x == 0 && threadIdx.x < n && (int)threadIdx.x != me)
+    gin.signal(world, threadIdx.x, SignalAdd{sigComb(a, me), 1}, CoopThread{});
   if (!waitAll(a, gin, [&](int s) { return sigComb(a, s); }, me, round)) return;
 
-  // 3. out[t] = sum over ranks r that t went to of its row at r, in float32.
+  // 2. out[t] = sum over ranks r that t went to of its row at r, in float32.
   __shared__ ReduceSlots slots;
-  const i64 myRecv = recvOffset(C, n, me, me);
+  const char* lb = local(a);
   const int gw = blockIdx.x * warps() + warp(), nw = gridDim.x * warps();
   const int S = slicesPerToken(T, H, nw);
   for (int it = gw; it < T * S; it += nw) {
@@ -598,10 +577,8 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
       const int p = a.pos[t * n + r];
       const u16* src = nullptr;
       if (p >= 0 && C[me * n + r] > 0) {
-        if (r == me)
-          src = reinterpret_cast<const u16*>(lb + a.offRecvX + (u64)(myRecv + p) * a.rs);
-        else
-          src = reinterpret_cast<const u16*>(lb + a.offComb + (u64)(combineOffset(C, n, me, r) + p) * a.rs);
+        const u64 off = a.offRecvX + (u64)(recvOffset(C, n, me, r) + p) * a.rs;
+        src = reinterpret_cast<const u16*>(r == me ? lb + off : lsaPointer(comm, a.win, world, r, off));
       }
       slots.src[warp()][r] = src;
       slots.w[warp()][r] = 1.f;
@@ -666,7 +643,6 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
     a.llCounter[(parity ^ 1) * E + i] = 0;
     a.llFinish[(parity ^ 1) * E + i] = 0;
   }
-  for (int i = gt; i < n; i += gs) a.llCombFinish[(parity ^ 1) * n + i] = 0;
   for (int i = gt; i < T * K; i += gs) a.llIdx[i] = idx[i];
   for (int e = threadIdx.x; e < E; e += blockDim.x) hist[e] = 0;
   __syncthreads();
@@ -738,74 +714,25 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
   }
 }
 
-// moe_ll_combine: wts [T][K] float32; out [T][hidden] bf16. Dynamic shared
-// memory: (L*n + 1) ints.
+// moe_ll_combine: wts [T][K] float32; out [T][hidden] bf16. The sources
+// pull, as moe_combine: block 0 signals llComb[me] to every other rank
+// (this rank's expert outputs, llY, are there to read), each rank waits for
+// every other's, then out[t] = bf16(sum over k of w[t][k] * row(t, k)) in
+// float32, row (t, k) loaded from slot llSlotOf[t][k] of its expert's rank
+// through the LSA mapping. A slot is next written by its source's next
+// low-latency dispatch, queued after that source's combine.
 extern "C" __global__ void __launch_bounds__(1024, 1)
     moe_ll_combine(const __grid_constant__ DevComm comm, const __grid_constant__ Args a, const float* __restrict__ wts,
                    int T, u64 round, u16* out) {
   const int n = (int)a.n, me = (int)a.rank, K = (int)a.topk, L = (int)a.local, H = (int)a.hidden;
   const int maxLL = (int)a.maxLL;
-  const int parity = (int)(round & 1);
-  extern __shared__ int pre[];  // [L*n+1]: rows to send, exclusive prefix over (le, s)
-  __shared__ int P;
-  __shared__ int scan[33];
   Gin gin(comm, 0);
   Team world = teamWorld(comm);
-  char* lb = local(a);
-  const u32* count = reinterpret_cast<const u32*>(lb + a.offLLCount);
-  // 1. which rows go back where (rows from this rank stay): an exclusive
-  // prefix over (le, s) of the rows to send, by a block scan.
-  {
-    const int m = L * n, per = (m + (int)blockDim.x - 1) / (int)blockDim.x;
-    const int i0 = min(m, (int)threadIdx.x * per), i1 = min(m, i0 + per);
-    int c = 0;
-    for (int i = i0; i < i1; i++) {
-      const int v = i % n == me ? 0 : min(maxLL, (int)count[i]);
-      pre[i] = v;
-      c += v;
-    }
-    int all;
-    int ex = blockExclusiveScan(c, scan, &all);
-    for (int i = i0; i < i1; i++) {
-      const int v = pre[i];
-      pre[i] = ex;
-      ex += v;
-    }
-    if (threadIdx.x == 0) {
-      pre[m] = all;
-      P = max(1, min(16, (int)(gridDim.x * warps()) / max(1, all)));
-    }
-  }
-  __syncthreads();
-  const u64 rowB = (u64)H * 2;
-  const u64 ps = ((rowB + P - 1) / P + 15) & ~15ull;
-  const int items = pre[L * n] * P;
-  for (int slot = warp();; slot += warps()) {
-    const int i = slot * gridDim.x + blockIdx.x;
-    if (i >= items) break;
-    const int row = i / P, part = i % P;
-    int lo = 0, hi = L * n;  // last (le, s) with pre <= row
-    while (hi - lo > 1) {
-      const int mid = (lo + hi) / 2;
-      if (pre[mid] <= row) lo = mid;
-      else hi = mid;
-    }
-    const int le = lo / n, s = lo % n, j = row - pre[lo];
-    const u64 at = ((u64)le * n + s) * maxLL + j;
-    const u32 v = reinterpret_cast<const u32*>(lb + a.offLLSrc)[at];  // t*K+k at s
-    const u64 off = (u64)part * ps;
-    if (off < rowB)
-      gin.put(world, s, a.win, a.offLLComb + (u64)v * a.rs + off, a.win, a.offLLY + at * a.rs + off, min(ps, rowB - off),
-              None{}, None{}, CoopWarp{});
-  }
-  blockFinish(a.llCombFinish + parity * n, n, [&](int s) {
-    if (s != me) gin.signal(world, s, SignalAdd{sigLLComb(a, me), 1}, CoopThread{});
-  });
-
-  // 2. every other rank returned its rows.
+  const char* lb = local(a);
+  if (blockIdx.x == 0 && threadIdx.x < n && (int)threadIdx.x != me)
+    gin.signal(world, threadIdx.x, SignalAdd{sigLLComb(a, me), 1}, CoopThread{});
   if (!waitAll(a, gin, [&](int s) { return sigLLComb(a, s); }, me, round)) return;
 
-  // 3. out[t] = sum over k of w[t][k] * row(t, k), in float32.
   const int gw = blockIdx.x * warps() + warp(), nw = gridDim.x * warps();
   const int S = slicesPerToken(T, H, nw);
   __shared__ ReduceSlots slots;
@@ -818,11 +745,10 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
       const int e = a.llIdx[t * K + k];
       if (e >= 0 && e < (int)a.experts) {
         w = wts[t * K + k];
-        if (e / L == me) {
-          const int slot = a.llSlotOf[t * K + k];
-          if (slot >= 0) src = reinterpret_cast<const u16*>(lb + a.offLLY + (((u64)(e % L) * n + me) * maxLL + slot) * a.rs);
-        } else if (a.llSlotOf[t * K + k] >= 0) {
-          src = reinterpret_cast<const u16*>(lb + a.offLLComb + (u64)(t * K + k) * a.rs);
+        const int slot = a.llSlotOf[t * K + k], r = e / L;
+        if (slot >= 0) {
+          const u64 off = a.offLLY + (((u64)(e % L) * n + me) * maxLL + slot) * a.rs;
+          src = reinterpret_cast<const u16*>(r == me ? lb + off : lsaPointer(comm, a.win, world, r, off));
         }
       }
       slots.src[warp()][k] = src;

@@ -102,7 +102,7 @@ func (h *Handle) CombineLL(topkWeights, out cuda.DevicePtr) error {
 		return fmt.Errorf("gpumoe: %s: null weights or output: %w", name, moe.ErrBadArgument)
 	}
 	h.st = idle
-	return h.launch(kLLCombine, h.blocks, h.p.llCombShared(), h.g.DevComm(), h.args, topkWeights, int32(h.llTok),
+	return h.launch(kLLCombine, h.blocks, 0, h.g.DevComm(), h.args, topkWeights, int32(h.llTok),
 		h.llRound, out)
 }
 

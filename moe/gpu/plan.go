@@ -19,13 +19,11 @@ import (
 //	            metaStage [n][MaxTokens][ew]  routing entries, staged per destination
 //	            recvMeta [n*MaxTokens][ew]  routing entries of received rows
 //	            recvX    [n*MaxTokens][rs]  received rows (expert outputs in place)
-//	            comb     [n*MaxTokens][rs]  rows returned by combine
 //	  low lat.: llStage  [MaxLLTokens][slotB] FP8 slots staged (FP8 only)
 //	            llX      [L][n][MaxLLTokens][slotB] received slots
 //	            llSrc    [L][n][MaxLLTokens] u32  t*K+k of each slot at its source
 //	            llCount  [L][n] u32           slots used per (local expert, source)
 //	            llY      [L][n][MaxLLTokens][rs] expert outputs (FP8; else llY = llX)
-//	            llComb   [MaxLLTokens][K][rs] rows returned by CombineLL
 //
 // rs is Hidden*2 rounded up to 16 bytes; a count header is n int64 counts
 // (tokens this rank sends each rank, -1 for bad routing) then L int32
@@ -40,14 +38,14 @@ type plan struct {
 	fp8                            bool
 	sig0                           int
 
-	input, hdrStage, cnt, metaStage, recvMeta, recvX, comb int
-	llStage, llX, llSrc, llCount, llY, llComb              int
-	size                                                   int
+	input, hdrStage, cnt, metaStage, recvMeta, recvX int
+	llStage, llX, llSrc, llCount, llY                int
+	size                                             int
 
-	masks, pos, tokPerExpert, tokPerRank, finish, combFinish int
-	llCounter, llFinish, llCombFinish, llSlotOf, llIdx       int
-	errWord, recvTokPerExpert, llTokPerExpert                int
-	stateSize                                                int
+	masks, pos, tokPerExpert, tokPerRank, finish int
+	llCounter, llFinish, llSlotOf, llIdx         int
+	errWord, recvTokPerExpert, llTokPerExpert    int
+	stateSize                                    int
 }
 
 func align(v, a int) int { return (v + a - 1) / a * a }
@@ -82,7 +80,6 @@ func newPlan(cfg Config, n, me int) (plan, error) {
 		p.metaStage = region(n * p.maxT * p.ew * 4)
 		p.recvMeta = region(n * p.maxT * p.ew * 4)
 		p.recvX = region(n * p.maxT * p.rs)
-		p.comb = region(n * p.maxT * p.rs)
 	}
 	if p.maxLL > 0 {
 		if p.fp8 {
@@ -95,7 +92,6 @@ func newPlan(cfg Config, n, me int) (plan, error) {
 		if p.fp8 {
 			p.llY = region(p.l * n * p.maxLL * p.rs)
 		}
-		p.llComb = region(p.maxLL * p.k * p.rs)
 	}
 	p.size = at
 	if p.size > maxWindow {
@@ -107,10 +103,8 @@ func newPlan(cfg Config, n, me int) (plan, error) {
 	p.tokPerExpert = region(4 * p.e)
 	p.tokPerRank = region(4 * n)
 	p.finish = region(4 * 2 * n)
-	p.combFinish = region(4 * 2 * n)
 	p.llCounter = region(4 * 2 * p.e)
 	p.llFinish = region(4 * 2 * p.e)
-	p.llCombFinish = region(4 * 2 * n)
 	p.llSlotOf = region(4 * p.maxLL * p.k)
 	p.llIdx = region(4 * p.maxLL * p.k)
 	p.errWord = region(8)
@@ -121,7 +115,7 @@ func newPlan(cfg Config, n, me int) (plan, error) {
 }
 
 // Signals, from sig0: cnt[n] data[n] comb[n] ll[L] llComb[n]. Values:
-// the count, data and combine signals of source s reach the number of
+// the count, data and combine (outputs ready) signals of source s reach the number of
 // normal rounds begun; ll[e] reaches low-latency rounds times n; llComb[s]
 // low-latency rounds.
 func (p *plan) sigCnt(s int) int    { return p.sig0 + s }
@@ -133,7 +127,7 @@ func (p *plan) signals() int        { return 4*p.n + p.l }
 
 // argWords is the size of Args in 8-byte words (kernels.cu: struct Args;
 // NVRTC gets it as -DMOE_ARGS_WORDS and static_asserts it).
-const argWords = 43
+const argWords = 39
 
 // Args is a Handle as kernels take it: struct moe::Args of kernels.cu,
 // passed by value.
@@ -156,10 +150,10 @@ func (p *plan) args(win, state cuda.DevicePtr) Args {
 		uint64(win),
 		uint64(p.me), uint64(p.n), uint64(p.h), uint64(p.k), uint64(p.e), uint64(p.l), uint64(p.maxT), uint64(p.maxLL),
 		uint64(p.rs), uint64(p.ew), uint64(p.hdrB), uint64(p.sig0), b2u(p.fp8), uint64(p.slotB), uint64(p.groups),
-		uint64(p.input), uint64(p.hdrStage), uint64(p.cnt), uint64(p.metaStage), uint64(p.recvMeta), uint64(p.recvX), uint64(p.comb),
-		uint64(p.llStage), uint64(p.llX), uint64(p.llSrc), uint64(p.llCount), uint64(p.llY), uint64(p.llComb),
-		st(p.masks), st(p.pos), st(p.tokPerExpert), st(p.tokPerRank), st(p.finish), st(p.combFinish),
-		st(p.llCounter), st(p.llFinish), st(p.llCombFinish), st(p.llSlotOf), st(p.llIdx),
+		uint64(p.input), uint64(p.hdrStage), uint64(p.cnt), uint64(p.metaStage), uint64(p.recvMeta), uint64(p.recvX),
+		uint64(p.llStage), uint64(p.llX), uint64(p.llSrc), uint64(p.llCount), uint64(p.llY),
+		st(p.masks), st(p.pos), st(p.tokPerExpert), st(p.tokPerRank), st(p.finish),
+		st(p.llCounter), st(p.llFinish), st(p.llSlotOf), st(p.llIdx),
 		st(p.errWord), st(p.recvTokPerExpert), st(p.llTokPerExpert),
 	}
 	if len(words) != argWords {
@@ -176,7 +170,6 @@ func (p *plan) args(win, state cuda.DevicePtr) Args {
 func (p *plan) layoutShared() int  { return 4 * (p.e + p.n + 40) }
 func (p *plan) countsShared() int  { return 8 * p.n * p.n }
 func (p *plan) combineShared() int { return 8 * p.n * p.n }
-func (p *plan) llCombShared() int  { return 4 * (p.l*p.n + 1) }
 func (p *plan) llDispShared() int  { return 4 * p.e }
 
 // threads per block of every data kernel (kernels.cu: __launch_bounds__(1024, 1)).

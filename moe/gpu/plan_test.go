@@ -55,11 +55,10 @@ func TestPlanRegions(t *testing.T) {
 			win := []reg{{p.input, max(nt, ll) * p.rs}}
 			if nt > 0 {
 				win = append(win, reg{p.hdrStage, n * p.hdrB}, reg{p.cnt, 2 * n * p.hdrB}, reg{p.metaStage, n * nt * p.ew * 4},
-					reg{p.recvMeta, n * nt * p.ew * 4}, reg{p.recvX, n * nt * p.rs}, reg{p.comb, n * nt * p.rs})
+					reg{p.recvMeta, n * nt * p.ew * 4}, reg{p.recvX, n * nt * p.rs})
 			}
 			if ll > 0 {
-				win = append(win, reg{p.llX, p.l * n * ll * p.slotB}, reg{p.llSrc, p.l * n * ll * 4}, reg{p.llCount, p.l * n * 4},
-					reg{p.llComb, ll * p.k * p.rs})
+				win = append(win, reg{p.llX, p.l * n * ll * p.slotB}, reg{p.llSrc, p.l * n * ll * 4}, reg{p.llCount, p.l * n * 4})
 				if cfg.FP8 {
 					win = append(win, reg{p.llStage, ll * p.slotB}, reg{p.llY, p.l * n * ll * p.rs})
 				} else {
@@ -68,8 +67,8 @@ func TestPlanRegions(t *testing.T) {
 			}
 			check(win, p.size)
 			check([]reg{{p.masks, 4 * nt}, {p.pos, 4 * nt * n}, {p.tokPerExpert, 4 * p.e}, {p.tokPerRank, 4 * n},
-				{p.finish, 8 * n}, {p.combFinish, 8 * n}, {p.llCounter, 8 * p.e}, {p.llFinish, 8 * p.e},
-				{p.llCombFinish, 8 * n}, {p.llSlotOf, 4 * ll * p.k}, {p.llIdx, 4 * ll * p.k}, {p.errWord, 8},
+				{p.finish, 8 * n}, {p.llCounter, 8 * p.e}, {p.llFinish, 8 * p.e},
+				{p.llSlotOf, 4 * ll * p.k}, {p.llIdx, 4 * ll * p.k}, {p.errWord, 8},
 				{p.recvTokPerExpert, 4 * p.l}, {p.llTokPerExpert, 4 * p.l}}, p.stateSize)
 			// Signals: distinct, Signals() of them from sig0.
 			seen := map[int]bool{}
@@ -99,9 +98,9 @@ func TestPlanArgs(t *testing.T) {
 	assert.Equal(t, uint64(p.rs), w(9))
 	assert.Equal(t, uint64(3), w(12))                                 // sigBase
 	assert.Equal(t, uint64(1), w(13))                                 // fp8
-	assert.Equal(t, uint64(p.comb), w(22))                            // last normal region
-	assert.Equal(t, uint64(p.llComb), w(28))                          // last low-latency region
-	assert.Equal(t, uint64(0x200000+p.masks), w(29))                  // first state pointer
+	assert.Equal(t, uint64(p.recvX), w(21))                           // last normal region
+	assert.Equal(t, uint64(p.llY), w(26))                             // last low-latency region
+	assert.Equal(t, uint64(0x200000+p.masks), w(27))                  // first state pointer
 	assert.Equal(t, uint64(0x200000+p.llTokPerExpert), w(argWords-1)) // last
 }
 
