@@ -76,7 +76,7 @@ struct Args {
   int* tokPerRank;     // [n]
   u32* finish;         // [2][n] dispatch completion per destination
   u32* llCounter;      // [2][E] low-latency slot allocator
-  u32* llFinish;       // [2][E] low-latency completion per expert
+  u32* llFinish;       // [2] low-latency completion of the grid
   int* llSlotOf;       // [maxLL][K] slot each pair got, -1 none
   int* llIdx;          // [maxLL][K] the routing of the last DispatchLL
   u64* err;            // first error: code << 32 | detail
@@ -639,10 +639,8 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
   // The next round's counters (used two rounds ago); the routing, for
   // CombineLL; every block's own histogram (one load per pair).
   const int gt = blockIdx.x * blockDim.x + threadIdx.x, gs = G * blockDim.x;
-  for (int i = gt; i < E; i += gs) {
-    a.llCounter[(parity ^ 1) * E + i] = 0;
-    a.llFinish[(parity ^ 1) * E + i] = 0;
-  }
+  for (int i = gt; i < E; i += gs) a.llCounter[(parity ^ 1) * E + i] = 0;
+  if (gt == 0) a.llFinish[parity ^ 1] = 0;
   for (int i = gt; i < T * K; i += gs) a.llIdx[i] = idx[i];
   for (int e = threadIdx.x; e < E; e += blockDim.x) hist[e] = 0;
   __syncthreads();
@@ -694,23 +692,32 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
   }
 
   // Completion: the last block done puts each expert its count (the slots
-  // it used, at most MaxLLTokens), signalling it: ll[e] at e's rank.
-  blockFinish(a.llFinish + parity * E, E, [&](int e) {
-    gin.putValue<u32>(world, e / L, a.win, a.offLLCount + ((u64)(e % L) * n + me) * 4, min(hist[e], (u32)maxLL),
-                      SignalAdd{sigLL(a, e % L), 1}, CoopThread{});
-  });
+  // it used, at most MaxLLTokens), signalling it: ll[e] at e's rank, one
+  // thread per expert. One completion counter for the grid (blockFinish
+  // with count 1), not one per expert: blocks finish together, and E
+  // counters took G*E contended atomics.
+  __shared__ int sLast;
+  if (threadIdx.x == 0) sLast = 0;
+  blockFinish(a.llFinish + parity, 1, [&](int) { sLast = 1; });
+  __syncthreads();  // the last block's threads follow its acquire (sLast)
+  if (sLast) {
+    for (int e = threadIdx.x; e < E; e += blockDim.x)
+      gin.putValue<u32>(world, e / L, a.win, a.offLLCount + ((u64)(e % L) * n + me) * 4, min(hist[e], (u32)maxLL),
+                        SignalAdd{sigLL(a, e % L), 1}, CoopThread{});
+  }
 
-  // Receive: every rank signalled every local expert.
-  for (int le = blockIdx.x; le < L; le += G) {
-    if (!gin.waitSignal(CoopBlock{}, sigLL(a, le), round * n)) {
-      if (threadIdx.x == 0) fail(a, ErrAborted, sigLL(a, le));
+  // Receive: every rank signalled every local expert. One block waits, a
+  // thread per expert (blocks polling beside blocks still putting slow
+  // the puts).
+  if (blockIdx.x != 0) return;
+  for (int le = threadIdx.x; le < L; le += blockDim.x) {
+    if (!gin.waitSignal(CoopThread{}, sigLL(a, le), round * n)) {
+      fail(a, ErrAborted, sigLL(a, le));
       return;
     }
-    if (threadIdx.x == 0) {
-      int tot = 0;
-      for (int s = 0; s < n; s++) tot += (int)reinterpret_cast<const u32*>(lb + a.offLLCount)[le * n + s];
-      a.llTokPerExpert[le] = tot;
-    }
+    int tot = 0;
+    for (int s = 0; s < n; s++) tot += (int)reinterpret_cast<const u32*>(lb + a.offLLCount)[le * n + s];
+    a.llTokPerExpert[le] = tot;
   }
 }
 

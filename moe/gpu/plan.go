@@ -104,7 +104,7 @@ func newPlan(cfg Config, n, me int) (plan, error) {
 	p.tokPerRank = region(4 * n)
 	p.finish = region(4 * 2 * n)
 	p.llCounter = region(4 * 2 * p.e)
-	p.llFinish = region(4 * 2 * p.e)
+	p.llFinish = region(4 * 2)
 	p.llSlotOf = region(4 * p.maxLL * p.k)
 	p.llIdx = region(4 * p.maxLL * p.k)
 	p.errWord = region(8)

@@ -67,7 +67,7 @@ func TestPlanRegions(t *testing.T) {
 			}
 			check(win, p.size)
 			check([]reg{{p.masks, 4 * nt}, {p.pos, 4 * nt * n}, {p.tokPerExpert, 4 * p.e}, {p.tokPerRank, 4 * n},
-				{p.finish, 8 * n}, {p.llCounter, 8 * p.e}, {p.llFinish, 8 * p.e},
+				{p.finish, 8 * n}, {p.llCounter, 8 * p.e}, {p.llFinish, 8},
 				{p.llSlotOf, 4 * ll * p.k}, {p.llIdx, 4 * ll * p.k}, {p.errWord, 8},
 				{p.recvTokPerExpert, 4 * p.l}, {p.llTokPerExpert, 4 * p.l}}, p.stateSize)
 			// Signals: distinct, Signals() of them from sig0.
