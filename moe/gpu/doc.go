@@ -15,7 +15,7 @@
 //	// write the tokens at h.Input() (rows RowStride apart), routing into device memory
 //	recv, _ := h.Dispatch(0, topkIdx, topkWeights, numTokens) // queued: layout, counts, rows
 //	// experts: read recv.X / recv.Entries on the device, write outputs over recv.X
-//	_ = h.Combine(out)                                         // queued: rows back, float32 sum, bf16 out
+//	_ = h.Combine(out)                                         // queued: rows pulled back, float32 sum, bf16 out
 //	err := h.Sync(ctx)                                         // waits; kernel-recorded errors
 //
 // and DispatchLL / CombineLL for the low-latency mode (RecvLL slots per

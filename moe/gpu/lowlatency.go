@@ -83,15 +83,16 @@ func (h *Handle) DispatchLL(x, topkIdx cuda.DevicePtr, numTokens int) (*RecvLL, 
 }
 
 // CombineLL queues the low-latency combine of the last DispatchLL: each
-// expert output row (RecvLL.Y, unweighted) goes back to its source's
-// [t][k] slot, and the source sums in float32 and rounds once:
+// source sums its tokens' expert output rows (RecvLL.Y, unweighted) in
+// float32 and rounds once:
 //
 //	out[t] = bf16(sum over k with topkIdx[t][k] >= 0 of topkWeights[t][k] * y[t][k])
 //
 // topkWeights is [numTokens][TopK] float32 device memory, out
-// [numTokens][Hidden] contiguous bf16 device memory. Rows of this rank's
-// own experts are read where they are. One signal llComb[me] per
-// destination. Collective.
+// [numTokens][Hidden] contiguous bf16 device memory. Each rank signals
+// llComb[me] to every other rank (its outputs are ready) and waits for
+// theirs; then each source pulls row (t, k) from its slot at the expert's
+// rank through the LSA mapping. Collective.
 func (h *Handle) CombineLL(topkWeights, out cuda.DevicePtr) error {
 	const name = "low-latency combine"
 	if err := h.begin(name, dispatchedLL); err != nil {

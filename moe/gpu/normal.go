@@ -95,16 +95,17 @@ func (h *Handle) Dispatch(x, topkIdx, topkWeights cuda.DevicePtr, numTokens int)
 
 // Combine queues the normal-mode combine of the last Dispatch: each
 // received row (Recv.X, overwritten in place by the expert outputs, each
-// already the weighted sum over the row's local experts) goes back to its
-// source, which sums the rows of each token in float32 and rounds once:
+// already the weighted sum over the row's local experts) is summed by its
+// source, per token in float32, rounded once:
 //
 //	out[t] = bf16(sum over ranks r that token t went to of y_r[t's row at r])
 //
 // out is [numTokens][Hidden] contiguous bf16 device memory for the tokens of
 // the last Dispatch; a token with every slot dropped gets zeros.
-// Collective. One put per source block (contiguous at both ends), one
-// signal comb[me] per destination; this rank's own rows are summed from the
-// receive buffer where they are.
+// Collective. Each rank signals comb[me] to every other rank (its outputs
+// are ready) and waits for theirs; then the sources pull the rows from
+// where they are (other ranks' Recv.X through the LSA mapping), so the
+// rows cross NVLink once and are not staged.
 func (h *Handle) Combine(out cuda.DevicePtr) error {
 	const name = "combine"
 	if err := h.begin(name, dispatched); err != nil {

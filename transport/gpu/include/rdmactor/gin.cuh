@@ -163,7 +163,9 @@ class Gin {
   // waitSignal waits until the low bits bits of s reach least in rolling
   // order: a <= b iff ((b - a) & m) <= m >> 1 (ncclGin::waitSignal). One
   // thread of coop polls; all return the same result: true once reached,
-  // false when the host aborted.
+  // false when the host aborted. It polls relaxed and sleeps ~128 ns
+  // between polls after the first 64 (polling blocks slow other blocks'
+  // NVLink puts: docs/moe_gpu.md); acquire ordering holds on return.
   template <typename Coop>
   __device__ bool waitSignal(Coop coop, Signal s, u64 least, int bits = 64);
   // resetSignal sets s to 0 (ncclGin::resetSignal; duty 3). On the proxy
