@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 	"unsafe"
 
 	"github.com/rdmactor/rdmactor/transport/rdma"
@@ -66,7 +65,6 @@ type Provider struct {
 	polls     atomic.Uint64 // Poll and PollWait calls: the progress goroutine stands back while they come
 	waiters   atomic.Int32  // PollWait callers waiting for pollMu
 	pollEnts  []cqEntry     // Poll's buffer, under pollMu
-	pollNap   time.Duration // PollWait's next nap where it cannot block, under pollMu
 
 	// counter strategy
 	sc      []scEndpoint
@@ -137,7 +135,7 @@ func Open(cfg rdma.Config) (rdma.Provider, error) {
 		return nil, err
 	}
 	p := &Provider{cfg: cfg, env: env, it: *it, strat: strat, mrm: mrModesOf(it.mrMode), qk: quirksOf(it.prov),
-		done: make(chan struct{}), pollNap: napMin, imports: map[*remoteRegion]struct{}{},
+		done: make(chan struct{}), imports: map[*remoteRegion]struct{}{},
 		peers: make([]peerState, cfg.Size)}
 	p.it.c = nil
 	if strat == cqdata && cfg.Size-1 > maxSender {
