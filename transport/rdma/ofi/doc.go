@@ -78,10 +78,11 @@
 // activity, then blocks in fi_cq_sread on the CQ's wait object (woken by
 // the kernel when data arrives, and by fi_cq_signal when this rank posts),
 // or, where the CQ has none (sockets), naps with nanosleep up to
-// RDMACTOR_OFI_IDLE_MAX. QP.Progress, which the endpoint actors call, only
-// reports the completions it found, in post order. Poll and PollWait let a
-// waiting goroutine drive the provider instead (a proposed gin hook, see
-// docs/ofi.md).
+// RDMACTOR_OFI_IDLE_MAX. The Provider is an rdma.Poller: every wait on it
+// (gin's signal and counter waits, Flush, the endpoint's SQ room wait, a
+// mode query) reads the CQ itself with Poll and then blocks in PollWait,
+// and the progress goroutine stands back while such calls come. QP.Progress
+// only reports the completions found, in post order.
 //
 // A local completion means the source may be reused (gin's Flush); it is
 // never taken as delivery: on tcp it means only that the bytes reached the

@@ -16,8 +16,8 @@ import (
 // The progress goroutine. Each Provider runs one, locked to its OS thread
 // (libfabric providers keep per-thread state in their progress paths, and
 // a manual-progress provider is driven from one place). It is the only
-// reader of the completion queue and the counters (besides Poll, under
-// the same lock):
+// reader of the completion queue and the counters besides Poll and
+// PollWait (one reader at a time, under pollMu):
 //
 //   - it drives manual progress (fi_cq_read progresses the endpoint: on
 //     tcp;ofi_rxm the target must poll for writes to land at all, and the
@@ -29,6 +29,11 @@ import (
 //     (remote CQ data) and of the counter strategy (counter deltas) to the
 //     local signal words with atomic adds, after the data they signal is
 //     placed; and it answers mode queries.
+//
+// Waiters come first: Poll and PollWait (rdma.Poller) let gin's and the
+// endpoint's waits read the CQ themselves, and while they do the
+// goroutine stands back (a Go sleep of pollerQuiet, repeated while polls
+// keep coming).
 //
 // Pacing: it polls while operations are in flight or right after a post
 // (a manual-progress provider moves data only when polled), and for a
