@@ -1,5 +1,7 @@
 package rdma
 
+import "fmt"
+
 // Opcode says what a WQE does.
 type Opcode uint8
 
@@ -61,4 +63,23 @@ type WQE struct {
 // non-negative and off <= size).
 func InBounds(off, n, size int) bool {
 	return off >= 0 && n >= 0 && off <= size && n <= size-off
+}
+
+// RangeError is the error of a byte range [off, off+n) outside a region of
+// size bytes (providers' WQE checks): it wraps ErrOutOfBounds.
+func RangeError(what string, off, n, size int) error {
+	return fmt.Errorf("%s range [%d, +%d) in a region of %d bytes: %w", what, off, n, size, ErrOutOfBounds)
+}
+
+// CheckWord checks that the 64-bit word at byte off lies in a region of
+// size bytes and is 8-byte aligned (regions are page-aligned mappings, so
+// the address is then aligned too). The error wraps ErrOutOfBounds.
+func CheckWord(what string, off, size int) error {
+	if !InBounds(off, 8, size) {
+		return fmt.Errorf("%s word at offset %d in a region of %d bytes: %w", what, off, size, ErrOutOfBounds)
+	}
+	if off%8 != 0 {
+		return fmt.Errorf("%s word at offset %d: not 8-byte aligned: %w", what, off, ErrOutOfBounds)
+	}
+	return nil
 }

@@ -284,10 +284,10 @@ func (q *qp) post1(w *rdma.WQE, ps *peerState, last bool) error {
 			return err
 		}
 		if !rdma.InBounds(w.LocalOff, w.Len, pl.local.size) {
-			return rangeError("local", w.LocalOff, w.Len, pl.local.size)
+			return rdma.RangeError("local", w.LocalOff, w.Len, pl.local.size)
 		}
 		if !rdma.InBounds(w.RemoteOff, w.Len, pl.remote.size) {
-			return rangeError("remote", w.RemoteOff, w.Len, pl.remote.size)
+			return rdma.RangeError("remote", w.RemoteOff, w.Len, pl.remote.size)
 		}
 		if w.Len > p.caps.MaxPutSize {
 			return fmt.Errorf("length %d over the %d-byte put limit (Capabilities.MaxPutSize): %w", w.Len, p.caps.MaxPutSize, rdma.ErrNotSupported)
@@ -327,7 +327,7 @@ func (q *qp) planImm(w *rdma.WQE, ps *peerState, pl *plan) error {
 	if err != nil {
 		return err
 	}
-	if err := checkWord("signal", s.Off, sig.size); err != nil {
+	if err := rdma.CheckWord("signal", s.Off, sig.size); err != nil {
 		return err
 	}
 	m := sigMsg{region: sig.id, word: uint64(s.Off / 8), value: s.Value}
@@ -348,7 +348,7 @@ func (q *qp) planImm(w *rdma.WQE, ps *peerState, pl *plan) error {
 		m.op = opVA // no mode word to check: a plain add
 	}
 	if checkMode {
-		if err := checkWord("mode", s.ModeOff, sig.size); err != nil {
+		if err := rdma.CheckWord("mode", s.ModeOff, sig.size); err != nil {
 			return err
 		}
 		if s.ModeOff == s.Off {
@@ -621,22 +621,6 @@ func (q *qp) remoteRegion(r rdma.RemoteRegion, what string) (*remoteRegion, erro
 		return nil, fmt.Errorf("%s region of rank %d: %w", what, rr.peer, rdma.ErrClosed)
 	}
 	return rr, nil
-}
-
-func rangeError(what string, off, n, size int) error {
-	return fmt.Errorf("%s range [%d, +%d) in a region of %d bytes: %w", what, off, n, size, rdma.ErrOutOfBounds)
-}
-
-// checkWord checks that the 64-bit word at off lies in a region of size
-// bytes and is 8-byte aligned (regions are page-aligned mappings).
-func checkWord(what string, off, size int) error {
-	if !rdma.InBounds(off, 8, size) {
-		return fmt.Errorf("%s word at offset %d in a region of %d bytes: %w", what, off, size, rdma.ErrOutOfBounds)
-	}
-	if off%8 != 0 {
-		return fmt.Errorf("%s word at offset %d: not 8-byte aligned: %w", what, off, rdma.ErrOutOfBounds)
-	}
-	return nil
 }
 
 // word returns the atomic view of the 64-bit word at byte off of r.

@@ -129,10 +129,10 @@ func (q *qp) prepare(w *rdma.WQE, h *held) error {
 		}
 		h.pinRemote = true
 		if !rdma.InBounds(w.LocalOff, w.Len, h.local.size) {
-			return rangeError("local", w.LocalOff, w.Len, h.local.size)
+			return rdma.RangeError("local", w.LocalOff, w.Len, h.local.size)
 		}
 		if !rdma.InBounds(w.RemoteOff, w.Len, h.remote.size) {
-			return rangeError("remote", w.RemoteOff, w.Len, h.remote.size)
+			return rdma.RangeError("remote", w.RemoteOff, w.Len, h.remote.size)
 		}
 		if w.Len > capabilities.MaxPutSize {
 			return fmt.Errorf("length %d over the %d-byte put limit (Capabilities.MaxPutSize): %w", w.Len, capabilities.MaxPutSize, rdma.ErrNotSupported)
@@ -160,7 +160,7 @@ func (q *qp) prepare(w *rdma.WQE, h *held) error {
 		h.pinSig = true
 	}
 	h.sig = sig
-	if err := checkWord("signal", s.Off, sig.size); err != nil {
+	if err := rdma.CheckWord("signal", s.Off, sig.size); err != nil {
 		return err
 	}
 	switch s.Mode {
@@ -172,7 +172,7 @@ func (q *qp) prepare(w *rdma.WQE, h *held) error {
 		return fmt.Errorf("signal mode %d: %w", s.Mode, rdma.ErrNotSupported)
 	}
 	if s.ModeOff >= 0 && s.Mode != rdma.SignalVA {
-		if err := checkWord("mode", s.ModeOff, sig.size); err != nil {
+		if err := rdma.CheckWord("mode", s.ModeOff, sig.size); err != nil {
 			return err
 		}
 		if s.ModeOff == s.Off {
@@ -240,23 +240,6 @@ func (q *qp) remoteRegion(r rdma.RemoteRegion, what string) (*remoteRegion, erro
 		return nil, fmt.Errorf("%s region of rank %d on a qp to rank %d", what, rr.peer, q.peer)
 	}
 	return rr, nil
-}
-
-func rangeError(what string, off, n, size int) error {
-	return fmt.Errorf("%s range [%d, +%d) in a region of %d bytes: %w", what, off, n, size, rdma.ErrOutOfBounds)
-}
-
-// checkWord checks that the 64-bit word at off lies in a region of size
-// bytes and is 8-byte aligned (regions are page-aligned mappings, so the
-// address is aligned too).
-func checkWord(what string, off, size int) error {
-	if !rdma.InBounds(off, 8, size) {
-		return fmt.Errorf("%s word at offset %d in a region of %d bytes: %w", what, off, size, rdma.ErrOutOfBounds)
-	}
-	if off%8 != 0 {
-		return fmt.Errorf("%s word at offset %d: not 8-byte aligned: %w", what, off, rdma.ErrOutOfBounds)
-	}
-	return nil
 }
 
 // Progress has nothing to do: shm completes inside Post. It returns 0, and
