@@ -20,7 +20,6 @@ import (
 	"log"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/router"
@@ -61,29 +60,11 @@ func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
 
-	if o.local > 0 {
-		nodes, err := actor.StartLocal(ctx, o.local, actor.Config{})
-		if err != nil {
-			log.Fatal(err)
-		}
-		errs := make([]error, len(nodes))
-		var wg sync.WaitGroup
-		for r, n := range nodes {
-			wg.Add(1)
-			go func() { defer wg.Done(); errs[r] = run(ctx, n, o) }()
-		}
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
-			log.Fatal(err)
-		}
-		return
-	}
-	n, err := actor.Init(ctx, actor.Config{})
+	err := actor.RunRanks(ctx, o.local, actor.Config{}, func(ctx context.Context, n *actor.Node) error {
+		return run(ctx, n, o)
+	})
 	if err != nil {
 		log.Fatal(err)
-	}
-	if err := run(ctx, n, o); err != nil {
-		log.Fatalf("rank %d: %v", n.Rank(), err)
 	}
 }
 
