@@ -122,7 +122,7 @@ func parseFlags() options {
 	flag.BoolVar(&o.check, "check", true, "check one round against a single-process reference before timing")
 	flag.IntVar(&o.iters, "iters", 20, "timed rounds")
 	flag.IntVar(&o.warmup, "warmup", 3, "untimed rounds first")
-	flag.BoolVar(&o.copyIn, "copy-in", false, "pass x as its own device buffer (Dispatch copies it in, timed with dispatch) instead of writing it into Handle.Input")
+	flag.BoolVar(&o.copyIn, "copy-in", false, "pass x as its own device buffer (the dispatch kernels read it there) instead of writing it into Handle.Input")
 	flag.BoolVar(&o.deepep, "deepep", false, "DeepEP's sizes: hidden 7168, top-8, 256 experts, bf16; 128 tokens (normal and low-latency), then 4096 (normal)")
 	flag.BoolVar(&o.figures, "figures", false, "also print name: value unit lines")
 	flag.IntVar(&o.blocks, "blocks", 0, "grid of the data kernels (default: one block per SM)")

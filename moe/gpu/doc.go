@@ -52,7 +52,7 @@
 // rows that round and Sync return a *KernelError matching
 // moe.ErrBadArgument; in low-latency mode the bad pairs are skipped. An
 // aborted wait (gpu.Comm.Abort, a Sync context ending) breaks the Handle
-// (ErrBroken). Not promised: any order of rows within a low-latency
-// expert's slots (slots come from atomics; RecvLL.Src says whose row each
-// is), nor the proxy path (ErrNotSupported).
+// (ErrBroken). A low-latency expert's slots from one source are in the
+// source's token order (RecvLL.Src ascends). Not promised: the proxy path
+// (ErrNotSupported).
 package gpumoe

@@ -124,32 +124,39 @@ func New(ctx context.Context, g *gpu.Comm, cfg Config) (_ *Handle, err error) {
 			}
 		}
 	}
-	// Every rank reset its signals before any rank's kernel signals them.
-	if verr := vote(ctx, g.Gin(), err); verr != nil {
+	// Every rank reset its signals before any rank's kernel signals them,
+	// and every rank takes the smallest grid (the low-latency dispatch
+	// counts each source's blocks).
+	least, verr := vote(ctx, g.Gin(), err, blocks)
+	if verr != nil {
 		return nil, errors.Join(fmt.Errorf("gpumoe: new: %w", verr), h.release(ctx))
 	}
+	h.blocks = least
 	return h, nil
 }
 
-// vote tells every rank whether each succeeded: nil only if all did.
-func vote(ctx context.Context, gc *gin.Comm, mine error) error {
-	ok := []byte{1}
+// vote tells every rank whether each succeeded (nil only if all did) and
+// the smallest of their grids.
+func vote(ctx context.Context, gc *gin.Comm, mine error, blocks int) (int, error) {
+	msg := binary.LittleEndian.AppendUint32([]byte{1}, uint32(blocks))
 	if mine != nil {
-		ok[0] = 0
+		msg[0] = 0
 	}
-	all, err := gc.AllGather(ctx, ok)
+	all, err := gc.AllGather(ctx, msg)
 	if err != nil {
-		return errors.Join(mine, err)
+		return 0, errors.Join(mine, err)
 	}
+	least := blocks
 	for r, b := range all {
-		if len(b) != 1 || b[0] != 1 {
+		if len(b) != 5 || b[0] != 1 {
 			if mine != nil {
-				return mine
+				return 0, mine
 			}
-			return fmt.Errorf("rank %d failed: %w", r, gpu.ErrPeerFailed)
+			return 0, fmt.Errorf("rank %d failed: %w", r, gpu.ErrPeerFailed)
 		}
+		least = min(least, int(binary.LittleEndian.Uint32(b[1:])))
 	}
-	return nil
+	return least, nil
 }
 
 // release frees what New got; the window only if registered (collective:
@@ -206,7 +213,7 @@ func (h *Handle) RowStride() int { return h.p.rs }
 
 // Input is the Handle's input buffer in this rank's part of the window,
 // [max(MaxTokens, MaxLLTokens)] rows of Hidden bf16 every RowStride bytes.
-// Write the tokens here (or pass x to Dispatch and have them copied in).
+// Write the tokens here (or pass x to Dispatch, which reads them there).
 // Its contents may change at each Dispatch or DispatchLL.
 func (h *Handle) Input() cuda.DevicePtr { return h.win.Ptr() + cuda.DevicePtr(h.p.input) }
 
@@ -235,14 +242,13 @@ func (h *Handle) launch(name string, grid, shared int, args ...any) error {
 	return nil
 }
 
-// copyIn copies rows contiguous bf16 rows at x into Input unless x is
-// Input (or 0).
-func (h *Handle) copyIn(x cuda.DevicePtr, rows int) error {
-	if x == 0 || x == h.Input() || rows == 0 {
-		return nil
+// source returns where a dispatch reads its rows: x, or Input when x is 0,
+// and the bytes between rows (RowStride in Input, Hidden*2 in x).
+func (h *Handle) source(x cuda.DevicePtr) (cuda.DevicePtr, uint64) {
+	if x == 0 || x == h.Input() {
+		return h.Input(), uint64(h.p.rs)
 	}
-	rowB := uint64(2 * h.p.h)
-	return h.launch(kCopyRows, h.blocks, 0, h.Input(), uint64(h.p.rs), x, rowB, int32(rows), rowB)
+	return x, uint64(2 * h.p.h)
 }
 
 // Sync waits until every kernel queued on the gpu.Comm's stream returned

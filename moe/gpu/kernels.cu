@@ -18,17 +18,19 @@
 //                   receiver's buffers (prefix sums over lower ranks give the
 //                   place); one signal per destination, SignalAdd(data[me], 1),
 //                   from the last block done (blockFinish).
-//   moe_combine     each block returns a contiguous share of the received
-//                   rows to their sources, one signal per destination; waits;
-//                   sums each token's rows in float32 and rounds once to bf16.
-//   moe_ll_dispatch low latency: per (token, expert) pair, the row (bf16, or
-//                   FP8 e4m3 with per-128-channel scales) into a slot of the
-//                   expert's rank, the slot from a per-expert atomic; per
-//                   expert one putValue(count) with SignalAdd(ll[e], 1) from
-//                   the last block done.
-//   moe_ll_combine  each expert output row back into its source's [t][k]
-//                   slot, one signal per destination; weighted sum in float32,
-//                   bf16 out.
+//   moe_combine     each rank tells every other that its expert outputs are
+//                   ready (one signal each), waits for theirs, then sums each
+//                   token's rows in float32, pulling the remote ones through
+//                   the LSA mapping, and rounds once to bf16.
+//   moe_ll_dispatch low latency: each rank puts its routing to every rank and
+//                   stages its rows (FP8 e4m3 with per-128-channel scales, or
+//                   bf16 as they are); one llReady signal per rank from the
+//                   last block done; then each rank pulls every token routed
+//                   to it once and stores it into the slot of each local
+//                   expert it chose (slots in token order, computed alike at
+//                   both ends).
+//   moe_ll_combine  as moe_combine, pulling each (token, k) row from its
+//                   expert's slot.
 //
 // "One signal per destination" across the grid (blockFinish): when a block
 // has put all its share, it syncs, one warp fences the block's writes at
@@ -47,8 +49,8 @@
 
 #include "rdmactor/gin.cuh"
 
-#ifndef MOE_ARGS_WORDS
-#error "MOE_ARGS_WORDS: compile kernels.cu through package moe/gpu"
+#if !defined(MOE_ARGS_WORDS) || !defined(MOE_MAX_RANKS) || !defined(MOE_MAX_TOPK)
+#error "MOE_ARGS_WORDS, MOE_MAX_RANKS, MOE_MAX_TOPK: compile kernels.cu through package moe/gpu"
 #endif
 
 using namespace rdmactor;
@@ -65,20 +67,17 @@ typedef unsigned char u8;
 // plan.go's argWords. Passed by value (__grid_constant__).
 struct Args {
   Window win;  // the handle's window
-  u64 rank, n, hidden, topk, experts, local, maxT, maxLL, rs, ew, hdrB, sigBase, fp8, slotB, groups;
+  u64 rank, n, hidden, topk, experts, local, maxT, maxLL, rs, ew, hdrB, sigBase, fp8, slotB, groups, routeB;
   // window regions (byte offsets)
   u64 offInput, offHdrStage, offCnt, offMetaStage, offRecvMeta, offRecvX;
-  u64 offLLStage, offLLX, offLLSrc, offLLCount, offLLY;
+  u64 offLLStage, offLLX, offLLSrc, offLLCount, offLLY, offLLRoute;
   // device state (this rank only)
   u32* masks;          // [maxT] token -> rank bits
   int* pos;            // [maxT][n] send positions, -1: not sent there
   int* tokPerExpert;   // [E]
   int* tokPerRank;     // [n]
   u32* finish;         // [2][n] dispatch completion per destination
-  u32* llCounter;      // [2][E] low-latency slot allocator
-  u32* llFinish;       // [2] low-latency completion of the grid
   int* llSlotOf;       // [maxLL][K] slot each pair got, -1 none
-  int* llIdx;          // [maxLL][K] the routing of the last DispatchLL
   u64* err;            // first error: code << 32 | detail
   int* recvTokPerExpert;  // [L] normal mode, rows per local expert received
   int* llTokPerExpert;    // [L] low latency, rows per local expert received
@@ -87,6 +86,9 @@ static_assert(sizeof(Args) == 8 * MOE_ARGS_WORDS, "Args: moe/gpu/plan.go and ker
 
 // Error codes (errors.go: errBadRouting ...).
 enum { ErrBadRouting = 1, ErrPeerBadRouting = 2, ErrSlotOverflow = 3, ErrAborted = 4 };
+
+// Bounds of Config (config.go: maxRanks, maxTopK).
+enum { maxRanks = MOE_MAX_RANKS, maxTopK = MOE_MAX_TOPK };
 
 __device__ __forceinline__ void fail(const Args& a, u32 code, u32 detail) {
   atomicCAS(a.err, 0ull, ((u64)code << 32) | detail);
@@ -100,8 +102,8 @@ __device__ __forceinline__ int warps() { return blockDim.x >> 5; }
 __device__ __forceinline__ u32 sigCnt(const Args& a, int s) { return (u32)(a.sigBase + s); }
 __device__ __forceinline__ u32 sigData(const Args& a, int s) { return (u32)(a.sigBase + a.n + s); }
 __device__ __forceinline__ u32 sigComb(const Args& a, int s) { return (u32)(a.sigBase + 2 * a.n + s); }
-__device__ __forceinline__ u32 sigLL(const Args& a, int le) { return (u32)(a.sigBase + 3 * a.n + le); }
-__device__ __forceinline__ u32 sigLLComb(const Args& a, int s) { return (u32)(a.sigBase + 3 * a.n + a.local + s); }
+__device__ __forceinline__ u32 sigLLReady(const Args& a, int s) { return (u32)(a.sigBase + 3 * a.n + s); }
+__device__ __forceinline__ u32 sigLLComb(const Args& a, int s) { return (u32)(a.sigBase + 4 * a.n + s); }
 
 __device__ __forceinline__ char* local(const Args& a) { return reinterpret_cast<char*>(localPointer(a.win, 0)); }
 
@@ -124,6 +126,33 @@ __device__ __forceinline__ void blockFinish(u32* counters, int count, OnLast onL
   __syncthreads();
   for (int i = threadIdx.x; i < count; i += blockDim.x)
     if (atomAddAcqRel(&counters[i], 1) == gridDim.x - 1) onLast(i);
+}
+
+// blockCopy copies bytes (even) from src to dst with the whole block: 16-byte
+// vectors, four loads in flight per thread, when both are 16-byte aligned;
+// else bf16 by bf16 (rows of odd sizes, not the fast path). Plain stores:
+// dst may be a peer's window (lsaPointer); blockFinish's fence orders them
+// before the signal.
+__device__ void blockCopy(char* dst, const char* src, u64 bytes) {
+  const u64 n = blockDim.x, r = threadIdx.x;
+  if ((((u64)dst | (u64)src) & 15) == 0) {
+    const uint4* s = reinterpret_cast<const uint4*>(src);
+    uint4* d = reinterpret_cast<uint4*>(dst);
+    const u64 nv = bytes >> 4;
+    u64 i = r;
+    for (; i + 3 * n < nv; i += 4 * n) {
+      const uint4 v0 = s[i], v1 = s[i + n], v2 = s[i + 2 * n], v3 = s[i + 3 * n];
+      d[i] = v0;
+      d[i + n] = v1;
+      d[i + 2 * n] = v2;
+      d[i + 3 * n] = v3;
+    }
+    for (; i < nv; i += n) d[i] = s[i];
+    for (u64 j = (nv << 4) + 2 * r; j < bytes; j += 2 * n)
+      *reinterpret_cast<u16*>(dst + j) = *reinterpret_cast<const u16*>(src + j);
+    return;
+  }
+  for (u64 j = 2 * r; j < bytes; j += 2 * n) *reinterpret_cast<u16*>(dst + j) = *reinterpret_cast<const u16*>(src + j);
 }
 
 // ---- bf16 and FP8 e4m3 (moe/gpu/fp8.go is the Go twin, bit for bit) ----
@@ -398,8 +427,8 @@ __device__ __forceinline__ BlockDest blockDest(int b, int G, int n, int me) {
 // moe_dispatch: grid of at most one 1024-thread block per SM, at least n.
 // Dynamic shared memory: n*n i64.
 extern "C" __global__ void __launch_bounds__(1024, 1)
-    moe_dispatch(const __grid_constant__ DevComm comm, const __grid_constant__ Args a, const int* __restrict__ idx,
-                 const float* __restrict__ wts, int T, u64 round) {
+    moe_dispatch(const __grid_constant__ DevComm comm, const __grid_constant__ Args a, const char* __restrict__ x,
+                 u64 xStride, const int* __restrict__ idx, const float* __restrict__ wts, int T, u64 round) {
   const int n = (int)a.n, me = (int)a.rank, L = (int)a.local;
   const int parity = (int)(round & 1);
   extern __shared__ i64 C[];  // [n][n]
@@ -456,8 +485,13 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
       const int s0 = __ffsll(rest) - 1;
       const int len = __ffsll(~(rest >> s0)) - 1;
       const int j = __popc(bits & ((1u << s0) - 1));
-      gin.put(world, r, a.win, a.offRecvX + (u64)(row0 + j) * a.rs, a.win, a.offInput + (u64)(c0 + s0) * a.rs,
-              (u64)len * a.rs, None{}, None{}, CoopBlock{});
+      const u64 at = a.offRecvX + (u64)(row0 + j) * a.rs;
+      char* dst = r == me ? base + at : reinterpret_cast<char*>(lsaPointer(comm, a.win, world, r, at));
+      const char* src = x + (u64)(c0 + s0) * xStride;
+      if (xStride == a.rs)  // one stream for the run
+        blockCopy(dst, src, (u64)len * a.rs);
+      else
+        for (int q = 0; q < len; q++) blockCopy(dst + (u64)q * a.rs, src + (u64)q * xStride, a.hidden * 2);
       rest &= ~(((1ull << len) - 1) << s0);
     }
     if (bits)
@@ -621,103 +655,223 @@ __device__ void quantize(const Args& a, const u16* x, u8* slot) {
   }
 }
 
-// moe_ll_dispatch: grid of at most one 1024-thread block per SM. Dynamic
-// shared memory: E u32 (the histogram of the routing).
+// Low-latency slots are in token order at every expert: the slot of pair
+// (t, k) of a source is the number of that source's pairs before it (in
+// t*K+k order) routed to the same expert. The source and the expert's rank
+// compute it alike from the same routing, so they agree without talking.
+// A block takes a contiguous token range: slotPrefix counts the pairs
+// before it per expert of [lo, lo+cnt) into hist (shared, cnt words), then
+// batches of up to 32 tokens get their slots in parallel (batchSlots, a
+// warp per token) and are added to hist (batchCount).
+__device__ void slotPrefix(const int* route, int t0, int K, int lo, int cnt, u32* hist) {
+  __syncthreads();  // hist free
+  for (int i = threadIdx.x; i < cnt; i += blockDim.x) hist[i] = 0;
+  __syncthreads();
+  for (int i = threadIdx.x; i < t0 * K; i += blockDim.x) {
+    const int e = route[i];
+    if (e >= lo && e < lo + cnt) atomicAdd(&hist[e - lo], 1u);
+  }
+  __syncthreads();
+}
+
+// batchSlots: warp j of the batch (tokens t0..t0+nb-1, their routing in
+// sRoute) gives lane k < K its pair's expert minus lo in *rel (-1: not in
+// [lo, lo+cnt)) and its slot (unbounded): hist, plus the batch's pairs
+// before it with the same expert.
+__device__ __forceinline__ int batchSlots(const int* sRoute, int j, int K, int lo, int cnt, const u32* hist, int* rel) {
+  const int e = lane() < K ? sRoute[j * K + lane()] : -1;
+  const bool in = e >= lo && e < lo + cnt;
+  int c = 0;
+  if (in)
+    for (int q = 0; q < j * K + lane(); q++) c += sRoute[q] == e;
+  *rel = in ? e - lo : -1;
+  return in ? (int)hist[e - lo] + c : -1;
+}
+
+// batchCount adds the batch's pairs to hist (whole block; the caller syncs
+// before hist is read again).
+__device__ __forceinline__ void batchCount(const int* sRoute, int nb, int K, int lo, int cnt, u32* hist) {
+  for (int i = threadIdx.x; i < nb * K; i += blockDim.x) {
+    const int e = sRoute[i];
+    if (e >= lo && e < lo + cnt) atomicAdd(&hist[e - lo], 1u);
+  }
+}
+
+// llRoute returns source s's routing in this rank's window: T, then
+// [T][K] expert ids from 16 bytes on (plan.go: llRoute).
+__device__ __forceinline__ int* llRoute(const Args& a, int s) {
+  return reinterpret_cast<int*>(local(a) + a.offLLRoute + (u64)s * a.routeB);
+}
+
+// blockSignal: every thread of the block is done writing; warp 0 fences
+// them at system scope, then thread r adds value to signal sig at rank r,
+// for every rank.
+__device__ __forceinline__ void blockSignal(const Args& a, Gin& gin, Team world, u32 sig, u64 value) {
+  __syncthreads();
+  if (warp() == 0) asm volatile("fence.acq_rel.sys;" ::: "memory");
+  __syncthreads();
+  if ((int)threadIdx.x < (int)a.n) gin.signal(world, threadIdx.x, SignalAdd{sig, value}, CoopThread{});
+}
+
+// moe_ll_dispatch: grid of at most one 1024-thread block per SM, the same
+// grid G on every rank (New agrees on it). Dynamic shared memory: E u32
+// (per-expert counts of the slot computations).
+//
+// Sources stage, receivers pull: each rank puts its routing (T and
+// [T][K], a few KiB) to every rank and stages its rows (FP8 slots; bf16
+// rows copied into Input unless x is Input); llReady[me] reaches G per
+// round at every rank once everything is staged (each staging block adds
+// 1, or block 0 adds G when it staged everything). Each rank waits for
+// every source's G and pulls: a token's row crosses NVLink once per
+// receiving rank (not once per expert: 4x fewer bytes at top-8 over 2
+// ranks) and is stored from registers into the slot of each local expert
+// it chose. Nobody puts while others poll, and a source's rows stay put
+// until its next dispatch, which comes after its combine, which waits for
+// every rank's outputs, sent after that rank's dispatch returned.
 extern "C" __global__ void __launch_bounds__(1024, 1)
-    moe_ll_dispatch(const __grid_constant__ DevComm comm, const __grid_constant__ Args a, const int* __restrict__ idx,
-                    int T, u64 round) {
+    moe_ll_dispatch(const __grid_constant__ DevComm comm, const __grid_constant__ Args a, const char* __restrict__ x,
+                    u64 xStride, const int* __restrict__ idx, int T, u64 round) {
   const int n = (int)a.n, me = (int)a.rank, K = (int)a.topk, E = (int)a.experts, L = (int)a.local;
   const int maxLL = (int)a.maxLL;
-  const int parity = (int)(round & 1);
-  const int G = gridDim.x, W = warps();
+  const int G = gridDim.x;
   Gin gin(comm, 0);
   Team world = teamWorld(comm);
   char* lb = local(a);
-  extern __shared__ u32 hist[];  // [E] this rank's pairs per expert
-  __shared__ int sSlot[64];      // slot of each k of the block's token
+  extern __shared__ u32 hist[];          // [E]
+  __shared__ int sRoute[32 * maxTopK];   // a batch's routing
+  const bool staged = a.fp8 || x != lb + a.offInput;
 
-  // The next round's counters (used two rounds ago); the routing, for
-  // CombineLL; every block's own histogram (one load per pair).
-  const int gt = blockIdx.x * blockDim.x + threadIdx.x, gs = G * blockDim.x;
-  for (int i = gt; i < E; i += gs) a.llCounter[(parity ^ 1) * E + i] = 0;
-  if (gt == 0) a.llFinish[parity ^ 1] = 0;
-  for (int i = gt; i < T * K; i += gs) a.llIdx[i] = idx[i];
-  for (int e = threadIdx.x; e < E; e += blockDim.x) hist[e] = 0;
-  __syncthreads();
-  for (int i = threadIdx.x; i < T * K; i += blockDim.x) {
-    const int e = idx[i];
-    if (e >= 0 && e < E) atomicAdd(&hist[e], 1u);
+  // 1. Block 0: this rank's routing into its route region and to every
+  // other rank's; with nothing to stage, that is everything: G at once.
+  if (blockIdx.x == 0) {
+    int* own = llRoute(a, me);
+    if (threadIdx.x == 0) own[0] = T;
+    for (int i = threadIdx.x; i < T * K; i += blockDim.x) {
+      const int e = idx[i];
+      if (e >= E || e < -1) fail(a, ErrBadRouting, (u32)i);
+      own[4 + i] = e;
+    }
+    __syncthreads();
+    for (int r = warp(); r < n; r += warps())
+      if (r != me)
+        gin.put(world, r, a.win, a.offLLRoute + (u64)me * a.routeB, a.win, a.offLLRoute + (u64)me * a.routeB,
+                16 + (u64)T * K * 4, None{}, None{}, CoopWarp{});
+    if (!staged) blockSignal(a, gin, world, sigLLReady(a, me), (u64)G);
+  }
+  // 2. Stage the rows the receivers pull: FP8 slots, or bf16 rows into
+  // Input; each block then adds 1.
+  if (staged) {
+    if (a.fp8)
+      for (int t = blockIdx.x; t < T; t += G)
+        quantize(a, reinterpret_cast<const u16*>(x + (u64)t * xStride),
+                 reinterpret_cast<u8*>(lb + a.offLLStage + (u64)t * a.slotB));
+    else
+      for (int t = blockIdx.x; t < T; t += G)
+        blockCopy(lb + a.offInput + (u64)t * a.rs, x + (u64)t * xStride, a.hidden * 2);
+    blockSignal(a, gin, world, sigLLReady(a, me), 1);
   }
 
-  // Tokens t = blockIdx.x + m*G: (quantize,) take a slot per expert, put
-  // the row in P parts, one warp each.
-  const int P = max(1, W / K);  // warps per pair
-  const u64 srcB = a.fp8 ? a.slotB : a.hidden * 2;  // bytes of a slot that carry data
-  const u64 ps = ((srcB + P - 1) / P + 15) & ~15ull;
-  for (int t = blockIdx.x; t < T; t += G) {
-    u64 src = a.offInput + (u64)t * a.rs;
-    if (a.fp8) {
-      src = a.offLLStage + (u64)t * a.slotB;
-      quantize(a, reinterpret_cast<const u16*>(lb + a.offInput + (u64)t * a.rs), reinterpret_cast<u8*>(lb + src));
-    }
-    for (int k = threadIdx.x; k < K; k += blockDim.x) {
-      const int e = idx[t * K + k];
-      int slot = -1;
-      if (e >= E || e < -1) {
-        fail(a, ErrBadRouting, (u32)(t * K + k));
-      } else if (e >= 0) {
-        slot = (int)atomicAdd(&a.llCounter[parity * E + e], 1u);
+  // 3. This rank's own slots, for CombineLL (while the signals fly): a
+  // token range per block.
+  {
+    const int t0 = (int)((i64)T * blockIdx.x / G), t1 = (int)((i64)T * (blockIdx.x + 1) / G);
+    slotPrefix(idx, t0, K, 0, E, hist);
+    for (int c0 = t0; c0 < t1; c0 += 32) {
+      const int nb = min(32, t1 - c0);
+      for (int i = threadIdx.x; i < nb * K; i += blockDim.x) sRoute[i] = idx[c0 * K + i];
+      __syncthreads();
+      if (warp() < nb) {
+        int rel;
+        int slot = batchSlots(sRoute, warp(), K, 0, E, hist, &rel);
         if (slot >= maxLL) {
-          fail(a, ErrSlotOverflow, (u32)e);
+          fail(a, ErrSlotOverflow, (u32)rel);
           slot = -1;
         }
+        if (lane() < K) a.llSlotOf[(c0 + warp()) * K + lane()] = slot;
       }
-      sSlot[k] = slot;
-      a.llSlotOf[t * K + k] = slot;
+      __syncthreads();
+      batchCount(sRoute, nb, K, 0, E, hist);
+      __syncthreads();
     }
-    __syncthreads();  // slots taken, FP8 slot staged
-    for (int u = warp(); u < K * P; u += W) {
-      const int k = u % K, part = u / K;
-      const int slot = sSlot[k];
-      if (slot < 0) continue;  // dropped, invalid or overflowed
-      const int e = idx[t * K + k], r = e / L, le = e % L;
-      const u64 at = ((u64)le * n + me) * maxLL + slot;
-      const u64 off = (u64)part * ps;
-      if (off < srcB)
-        gin.put(world, r, a.win, a.offLLX + at * a.slotB + off, a.win, src + off, min(ps, srcB - off), None{}, None{},
-                CoopWarp{});
-      if (part == 0) gin.putValue<u32>(world, r, a.win, a.offLLSrc + at * 4, (u32)(t * K + k), None{}, CoopWarp{});
-    }
-    __syncthreads();  // sSlot and the FP8 stage free for the next token
   }
 
-  // Completion: the last block done puts each expert its count (the slots
-  // it used, at most MaxLLTokens), signalling it: ll[e] at e's rank, one
-  // thread per expert. One completion counter for the grid (blockFinish
-  // with count 1), not one per expert: blocks finish together, and E
-  // counters took G*E contended atomics.
-  __shared__ int sLast;
-  if (threadIdx.x == 0) sLast = 0;
-  blockFinish(a.llFinish + parity, 1, [&](int) { sLast = 1; });
-  __syncthreads();  // the last block's threads follow its acquire (sLast)
-  if (sLast) {
-    for (int e = threadIdx.x; e < E; e += blockDim.x)
-      gin.putValue<u32>(world, e / L, a.win, a.offLLCount + ((u64)(e % L) * n + me) * 4, min(hist[e], (u32)maxLL),
-                        SignalAdd{sigLL(a, e % L), 1}, CoopThread{});
+  // 4. Every source staged.
+  if (!waitAll(a, gin, [&](int s) { return sigLLReady(a, s); }, -1, round * (u64)G)) return;
+  __shared__ int sT[maxRanks + 1];  // prefix of the sources' token counts
+  if (threadIdx.x == 0) {
+    sT[0] = 0;
+    for (int s = 0; s < n; s++) sT[s + 1] = sT[s] + min(maxLL, max(0, llRoute(a, s)[0]));
+  }
+  __syncthreads();
+
+  // 5. Block 0: rows per (local expert, source) and per local expert.
+  u32* cnt = reinterpret_cast<u32*>(lb + a.offLLCount);
+  if (blockIdx.x == 0) {
+    for (int s = 0; s < n; s++) {
+      slotPrefix(llRoute(a, s) + 4, sT[s + 1] - sT[s], K, me * L, L, hist);
+      for (int le = threadIdx.x; le < L; le += blockDim.x) cnt[le * n + s] = min(hist[le], (u32)maxLL);
+    }
+    __syncthreads();
+    for (int le = threadIdx.x; le < L; le += blockDim.x) {
+      int tot = 0;
+      for (int s = 0; s < n; s++) tot += (int)cnt[le * n + s];
+      a.llTokPerExpert[le] = tot;
+    }
   }
 
-  // Receive: every rank signalled every local expert. One block waits, a
-  // thread per expert (blocks polling beside blocks still putting slow
-  // the puts).
-  if (blockIdx.x != 0) return;
-  for (int le = threadIdx.x; le < L; le += blockDim.x) {
-    if (!gin.waitSignal(CoopThread{}, sigLL(a, le), round * n)) {
-      fail(a, ErrAborted, sigLL(a, le));
-      return;
+  // 6. Pull: this block's range of the sources' tokens, in batches of 32
+  // tokens: a warp per token finds its slots, then the block copies each
+  // row once (16 bytes a thread) into every local slot it goes to.
+  __shared__ u16 sLe[32][maxTopK];
+  __shared__ int sSlot[32][maxTopK];
+  __shared__ int sN[32];
+  __shared__ const uint4* sSrc[32];
+  const int U = sT[n];
+  const int u0 = (int)((i64)U * blockIdx.x / G), u1 = (int)((i64)U * (blockIdx.x + 1) / G);
+  const int V = (int)(a.slotB / 16);  // 16-byte vectors of a row (a bf16 slot is rs bytes)
+  const u64 srcOff = a.fp8 ? a.offLLStage : a.offInput, srcStride = a.fp8 ? a.slotB : a.rs;
+  u32* srcOf = reinterpret_cast<u32*>(lb + a.offLLSrc);
+  for (int s = 0; s < n; s++) {
+    const int b0 = max(u0, sT[s]) - sT[s], b1 = min(u1, sT[s + 1]) - sT[s];  // tokens of s
+    if (b0 >= b1) continue;
+    const int* route = llRoute(a, s) + 4;
+    const char* rows = s == me ? lb + srcOff : reinterpret_cast<const char*>(lsaPointer(comm, a.win, world, s, srcOff));
+    slotPrefix(route, b0, K, me * L, L, hist);
+    for (int c0 = b0; c0 < b1; c0 += 32) {
+      const int nb = min(32, b1 - c0);
+      for (int i = threadIdx.x; i < nb * K; i += blockDim.x) sRoute[i] = route[c0 * K + i];
+      __syncthreads();
+      if (warp() < nb) {
+        const int j = warp(), t = c0 + j;
+        int le;
+        const int slot = batchSlots(sRoute, j, K, me * L, L, hist, &le);
+        const bool ok = le >= 0 && slot < maxLL;
+        if (le >= 0 && !ok) fail(a, ErrSlotOverflow, (u32)(me * L + le));
+        const u32 bits = __ballot_sync(0xffffffffu, ok);
+        if (ok) {
+          const int at = __popc(bits & ((1u << lane()) - 1));
+          sLe[j][at] = (u16)le;
+          sSlot[j][at] = slot;
+          srcOf[((u64)le * n + s) * maxLL + slot] = (u32)(t * K + lane());
+        }
+        if (lane() == 0) {
+          sN[j] = __popc(bits);
+          sSrc[j] = reinterpret_cast<const uint4*>(rows + (u64)t * srcStride);
+        }
+      }
+      __syncthreads();
+      batchCount(sRoute, nb, K, me * L, L, hist);
+      for (int it = threadIdx.x; it < nb * V; it += blockDim.x) {
+        const int j = it / V, v = it % V, m = sN[j];
+        if (m == 0) continue;
+        const uint4 val = sSrc[j][v];
+        for (int q = 0; q < m; q++) {
+          char* dst = lb + a.offLLX + (((u64)sLe[j][q] * n + s) * maxLL + sSlot[j][q]) * a.slotB;
+          reinterpret_cast<uint4*>(dst)[v] = val;
+        }
+      }
+      __syncthreads();  // the batch's tables and hist
     }
-    int tot = 0;
-    for (int s = 0; s < n; s++) tot += (int)reinterpret_cast<const u32*>(lb + a.offLLCount)[le * n + s];
-    a.llTokPerExpert[le] = tot;
   }
 }
 
@@ -726,8 +880,9 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
 // (this rank's expert outputs, llY, are there to read), each rank waits for
 // every other's, then out[t] = bf16(sum over k of w[t][k] * row(t, k)) in
 // float32, row (t, k) loaded from slot llSlotOf[t][k] of its expert's rank
-// through the LSA mapping. A slot is next written by its source's next
-// low-latency dispatch, queued after that source's combine.
+// through the LSA mapping. The expert's rank writes the slots of a source
+// again only after that source's next llReady signal, which its next
+// dispatch sends, queued after this combine.
 extern "C" __global__ void __launch_bounds__(1024, 1)
     moe_ll_combine(const __grid_constant__ DevComm comm, const __grid_constant__ Args a, const float* __restrict__ wts,
                    int T, u64 round, u16* out) {
@@ -736,6 +891,7 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
   Gin gin(comm, 0);
   Team world = teamWorld(comm);
   const char* lb = local(a);
+  const int* route = llRoute(a, me) + 4;  // the routing of the dispatch
   if (blockIdx.x == 0 && threadIdx.x < n && (int)threadIdx.x != me)
     gin.signal(world, threadIdx.x, SignalAdd{sigLLComb(a, me), 1}, CoopThread{});
   if (!waitAll(a, gin, [&](int s) { return sigLLComb(a, s); }, me, round)) return;
@@ -749,7 +905,7 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
       const int k = lane();
       const u16* src = nullptr;
       float w = 0.f;
-      const int e = a.llIdx[t * K + k];
+      const int e = route[t * K + k];
       if (e >= 0 && e < (int)a.experts) {
         w = wts[t * K + k];
         const int slot = a.llSlotOf[t * K + k], r = e / L;
@@ -820,20 +976,6 @@ extern "C" __global__ void __launch_bounds__(1024, 1) moe_expert_ll(const __grid
 }
 
 // ---- helpers ----
-
-// moe_copy_rows copies rows rows of rowB bytes between strided buffers.
-extern "C" __global__ void __launch_bounds__(1024, 1) moe_copy_rows(char* dst, u64 dstStride, const char* src, u64 srcStride, int rows, u64 rowB) {
-  const int gw = blockIdx.x * warps() + warp(), nw = gridDim.x * warps();
-  for (int r = gw; r < rows; r += nw) {
-    char* d = dst + (u64)r * dstStride;
-    const char* s = src + (u64)r * srcStride;
-    if ((((u64)d | (u64)s | rowB) & 15) == 0) {
-      for (u64 i = lane(); i < rowB / 16; i += 32) reinterpret_cast<uint4*>(d)[i] = reinterpret_cast<const uint4*>(s)[i];
-    } else {
-      for (u64 i = lane(); i < rowB; i += 32) d[i] = s[i];
-    }
-  }
-}
 
 // moe_sync: waits until *gate (pinned host memory) is nonzero, when gate is
 // set, then meets every rank at a device barrier: the start line of a

@@ -18,8 +18,12 @@ var kernelSource string
 const kernelName = "moe_kernels.cu"
 
 // compileOptions are the NVRTC options of kernels.cu: the size of Args,
-// which kernels.cu checks against its struct (a static_assert).
-func compileOptions() []string { return []string{fmt.Sprintf("-DMOE_ARGS_WORDS=%d", argWords)} }
+// which kernels.cu checks against its struct (a static_assert), and the
+// bounds of Config its shared arrays are sized by.
+func compileOptions() []string {
+	return []string{fmt.Sprintf("-DMOE_ARGS_WORDS=%d", argWords),
+		fmt.Sprintf("-DMOE_MAX_RANKS=%d", maxRanks), fmt.Sprintf("-DMOE_MAX_TOPK=%d", maxTopK)}
+}
 
 // kernel names, as kernels.cu exports them.
 const (
@@ -30,11 +34,10 @@ const (
 	kLLCombine  = "moe_ll_combine"
 	kExpert     = "moe_expert_normal"
 	kExpertLL   = "moe_expert_ll"
-	kCopyRows   = "moe_copy_rows"
 	kSync       = "moe_sync"
 )
 
-var kernelNames = []string{kLayout, kDispatch, kCombine, kLLDispatch, kLLCombine, kExpert, kExpertLL, kCopyRows, kSync}
+var kernelNames = []string{kLayout, kDispatch, kCombine, kLLDispatch, kLLCombine, kExpert, kExpertLL, kSync}
 
 // kernels are the loaded functions of one device.
 type kernels struct {

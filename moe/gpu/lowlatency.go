@@ -39,17 +39,20 @@ type RecvLL struct {
 
 // DispatchLL queues the low-latency dispatch of numTokens tokens (at most
 // MaxLLTokens): x is [numTokens][Hidden] contiguous bf16 device memory,
-// copied into Input unless it is Input (or 0); topkIdx is
+// read by the kernel (bf16: copied into Input there, unless it is Input or
+// 0; FP8: quantized from x); topkIdx is
 // [numTokens][TopK] int32 device memory (-1: dropped), kept by the Handle
 // for CombineLL. Collective.
 //
-// One kernel, no count exchange: each block takes tokens, quantizes them
-// (FP8), takes a slot per (token, expert) from a per-expert atomic and puts
-// the row into that slot at the expert's rank (split over several warps),
-// with its t*K+k; once every block is done, the last one puts each expert
-// its count with SignalAdd(ll[expert], 1) — from every rank to every
-// expert, rows or not. The kernel returns when every rank signalled every
-// local expert.
+// One kernel, the sources staging and the receivers pulling: each rank
+// puts its routing to every rank and stages its rows (FP8: quantized;
+// bf16: Input as it is), then signals llReady once every block is done;
+// each rank waits for every source's signal and pulls each token routed
+// to it once (over NVLink, through the LSA mapping), storing it into the
+// slot of every local expert the token chose. Slots are in token order
+// (RecvLL.Src ascends within an expert and source); the source computes
+// the same slots for CombineLL from its routing, without a reply. The
+// kernel returns when this rank's slots are filled.
 // Expert ids outside [-1, NumExperts) are skipped and reported by Sync
 // (*KernelError, moe.ErrBadArgument).
 func (h *Handle) DispatchLL(x, topkIdx cuda.DevicePtr, numTokens int) (*RecvLL, error) {
@@ -66,11 +69,10 @@ func (h *Handle) DispatchLL(x, topkIdx cuda.DevicePtr, numTokens int) (*RecvLL, 
 	case numTokens > 0 && topkIdx == 0:
 		return nil, fmt.Errorf("gpumoe: %s: null routing: %w", name, moe.ErrBadArgument)
 	}
-	if err := h.copyIn(x, numTokens); err != nil {
-		return nil, err
-	}
 	h.llRound++
-	if err := h.launch(kLLDispatch, h.blocks, h.p.llDispShared(), h.g.DevComm(), h.args, topkIdx, int32(numTokens), h.llRound); err != nil {
+	src, stride := h.source(x)
+	if err := h.launch(kLLDispatch, h.blocks, h.p.llDispShared(), h.g.DevComm(), h.args, src, stride, topkIdx,
+		int32(numTokens), h.llRound); err != nil {
 		return nil, err
 	}
 	h.llTok = numTokens

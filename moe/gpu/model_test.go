@@ -4,7 +4,6 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
-	"slices"
 	"testing"
 
 	"github.com/rdmactor/rdmactor/moe"
@@ -54,6 +53,13 @@ var modelCases = []modelCase{
 			if i%K == 0 {
 				idx[i], w[i] = 5, 1 // every token to expert 5 (rank 1)
 			}
+		}
+		return idx, w
+	}},
+	{"repeated-expert", 2, 16, 4, 8, 40, func(rng *rand.Rand, rank, T, K, E, n int) ([]int32, []float32) {
+		idx, w := uniformRoute(rng, rank, T, K, E, n)
+		for t := 0; t < T; t += 3 {
+			idx[t*K+1], idx[t*K+3] = idx[t*K], idx[t*K] // one expert thrice
 		}
 		return idx, w
 	}},
@@ -336,53 +342,79 @@ func TestModelLowLatency(t *testing.T) {
 				maxLL := max(c.T, 1)
 				p, err := newPlan(Config{Hidden: H, TopK: K, NumExperts: E, MaxLLTokens: maxLL, FP8: fp8}, n, 0)
 				require.NoError(t, err)
-				rng := rand.New(rand.NewPCG(3, 4))
-				// Dispatch: slots in any order (atomics); parts of P warps.
+				require.Zero(t, p.slotB%16, "a slot is whole 16-byte vectors")
+				if fp8 {
+					require.GreaterOrEqual(t, p.slotB, align(H, 16)+4*p.groups)
+				} else {
+					require.GreaterOrEqual(t, p.slotB, 2*H)
+				}
 				type slotKey struct{ e, s, j int } // global expert
 				slots := map[slotKey][]float32{}   // dequantized rows
 				src := map[slotKey]uint32{}
-				count := make([]int, E*n) // [expert][source]
-				slotOf := make([][]int, n)
-				P := max(1, 32/K)
-				srcB := 2 * H
-				if fp8 {
-					srcB = p.slotB
-				}
-				ps := align((srcB+P-1)/P, 16)
-				covered := 0
-				for part := range P {
-					if off := part * ps; off < srcB {
-						covered += min(ps, srcB-off)
+				for _, G := range []int{1, 5, 132} {
+					clear(slots)
+					clear(src)
+					// Each source's own slots (step 3), by blocks.
+					slotOf := make([][]int, n)
+					for s := range n {
+						slotOf[s] = llSlotsModel(in[s].idx, in[s].T, K, 0, E, G)
+						require.Equal(t, llSlotsWant(in[s].idx, K), slotOf[s], "source %d: slots in token order", s)
 					}
-				}
-				require.Equal(t, srcB, covered, "parts cover the slot")
-				for s := range n {
-					slotOf[s] = make([]int, in[s].T*K)
-					order := rng.Perm(in[s].T * K)
-					next := make([]int, E)
-					for _, i := range order {
-						e := int(in[s].idx[i])
-						slotOf[s][i] = -1
-						if e < 0 {
-							continue
+					// Receivers (step 7): each block's unit range, split by
+					// source, walked from its prefix.
+					for me := range n {
+						L := E / n
+						tsum := []int{0}
+						for s := range n {
+							tsum = append(tsum, tsum[s]+in[s].T)
 						}
-						j := next[e]
-						next[e]++
-						slotOf[s][i] = j
-						tk := i / K
-						row := in[s].x[tk*H : (tk+1)*H]
-						var xf []float32
-						if fp8 {
-							xf = DequantizeFP8(QuantizeFP8(row))
-						} else {
-							for _, v := range row {
-								xf = append(xf, moe.Float32(v))
+						U := tsum[n]
+						for b := range G {
+							u0, u1 := U*b/G, U*(b+1)/G
+							for s := range n {
+								b0, b1 := max(u0, tsum[s]), min(u1, tsum[s+1])
+								if b0 >= b1 {
+									continue
+								}
+								hist := llPrefixModel(in[s].idx, b0-tsum[s], K, me*L, L)
+								for c0 := b0 - tsum[s]; c0 < b1-tsum[s]; c0 += 32 {
+									nb := min(32, b1-tsum[s]-c0)
+									for i, rel := range llBatchModel(in[s].idx, c0, nb, K, me*L, L, hist) {
+										if rel.le < 0 {
+											continue
+										}
+										tk, k := c0+i/K, i%K
+										e := me*L + rel.le
+										require.Equal(t, slotOf[s][tk*K+k], rel.slot, "rank %d: the source's slot of (%d, %d)", me, tk, k)
+										row := in[s].x[tk*H : (tk+1)*H]
+										var xf []float32
+										if fp8 {
+											xf = DequantizeFP8(QuantizeFP8(row))
+										} else {
+											for _, v := range row {
+												xf = append(xf, moe.Float32(v))
+											}
+										}
+										key := slotKey{e, s, rel.slot}
+										require.NotContains(t, src, key, "slot written twice")
+										slots[key], src[key] = xf, uint32(tk*K+k)
+									}
+								}
 							}
 						}
-						k := slotKey{e, s, j}
-						slots[k], src[k] = xf, uint32(i)
-						count[e*n+s]++
 					}
+					// Every routed pair has its slot.
+					for s := range n {
+						for i, e := range in[s].idx {
+							if e >= 0 {
+								require.Contains(t, src, slotKey{int(e), s, slotOf[s][i]})
+							}
+						}
+					}
+				}
+				slotOf := make([][]int, n)
+				for s := range n {
+					slotOf[s] = llSlotsWant(in[s].idx, K)
 				}
 				// Experts at rank e/L, scaled; the combine's reduction at each
 				// source pulls rows by (expert, slot).
@@ -407,7 +439,6 @@ func TestModelLowLatency(t *testing.T) {
 					want := Reference(in[s].x, in[s].idx, in[s].w, H, K, Scaled, fp8)
 					require.Less(t, RelError(out, want, H), 2e-2, "rank %d", s)
 				}
-				_ = slices.Max(count)
 			})
 		}
 	}
@@ -415,3 +446,75 @@ func TestModelLowLatency(t *testing.T) {
 
 func mathFloat32bits(f float32) uint32     { return math.Float32bits(f) }
 func mathFloat32frombits(b uint32) float32 { return math.Float32frombits(b) }
+
+// llSlotsWant is the definition: the slot of pair i = t*K+k is the number
+// of pairs before it routed to the same expert (-1: dropped).
+func llSlotsWant(idx []int32, K int) []int {
+	out := make([]int, len(idx))
+	next := map[int32]int{}
+	for i, e := range idx {
+		out[i] = -1
+		if e >= 0 {
+			out[i] = next[e]
+			next[e]++
+		}
+	}
+	return out
+}
+
+// llPrefixModel is slotPrefix: pairs before token t0 per expert of [lo, lo+cnt).
+func llPrefixModel(idx []int32, t0, K, lo, cnt int) []int {
+	hist := make([]int, cnt)
+	for _, e := range idx[:t0*K] {
+		if int(e) >= lo && int(e) < lo+cnt {
+			hist[int(e)-lo]++
+		}
+	}
+	return hist
+}
+
+type llPair struct{ le, slot int }
+
+// llBatchModel is batchSlots then batchCount for tokens [c0, c0+nb): each
+// pair's expert minus lo (-1: outside) and slot, hist plus the batch's
+// pairs before it with the same expert; then hist moves past the batch.
+func llBatchModel(idx []int32, c0, nb, K, lo, cnt int, hist []int) []llPair {
+	batch := idx[c0*K : (c0+nb)*K]
+	out := make([]llPair, len(batch))
+	for i, e := range batch {
+		out[i] = llPair{-1, -1}
+		if int(e) < lo || int(e) >= lo+cnt {
+			continue
+		}
+		c := 0
+		for _, f := range batch[:i] {
+			if f == e {
+				c++
+			}
+		}
+		out[i] = llPair{int(e) - lo, hist[int(e)-lo] + c}
+	}
+	for _, e := range batch {
+		if int(e) >= lo && int(e) < lo+cnt {
+			hist[int(e)-lo]++
+		}
+	}
+	return out
+}
+
+// llSlotsModel is moe_ll_dispatch's step 3: G blocks, each a token range,
+// its prefix, then batches of 32 tokens.
+func llSlotsModel(idx []int32, T, K, lo, cnt, G int) []int {
+	out := make([]int, T*K)
+	for b := range G {
+		t0, t1 := T*b/G, T*(b+1)/G
+		hist := llPrefixModel(idx, t0, K, lo, cnt)
+		for c0 := t0; c0 < t1; c0 += 32 {
+			nb := min(32, t1-c0)
+			for i, pr := range llBatchModel(idx, c0, nb, K, lo, cnt, hist) {
+				out[c0*K+i] = pr.slot
+			}
+		}
+	}
+	return out
+}

@@ -37,8 +37,9 @@ type Recv struct {
 
 // Dispatch queues the normal-mode dispatch of numTokens tokens (at most
 // MaxTokens; may differ between ranks and rounds): x is [numTokens][Hidden]
-// contiguous bf16 in device memory, copied into Input first unless it is
-// Input (or 0: the rows are already there); topkIdx is [numTokens][TopK]
+// contiguous bf16 in device memory, read in place by the dispatch kernel
+// (keep it until Sync), or Input (or 0: the rows are already there, every
+// RowStride bytes); topkIdx is [numTokens][TopK]
 // int32 expert ids (-1: dropped) and topkWeights [numTokens][TopK] float32,
 // both device memory, read by the kernels (keep them until Sync).
 // Collective.
@@ -69,9 +70,6 @@ func (h *Handle) Dispatch(x, topkIdx, topkWeights cuda.DevicePtr, numTokens int)
 	case numTokens > 0 && (topkIdx == 0 || topkWeights == 0):
 		return nil, fmt.Errorf("gpumoe: %s: null routing: %w", name, moe.ErrBadArgument)
 	}
-	if err := h.copyIn(x, numTokens); err != nil {
-		return nil, err
-	}
 	h.round++
 	if err := h.launch(kLayout, 1, h.p.layoutShared(), h.g.DevComm(), h.args, topkIdx, int32(numTokens), h.round); err != nil {
 		return nil, err
@@ -81,7 +79,8 @@ func (h *Handle) Dispatch(x, topkIdx, topkWeights cuda.DevicePtr, numTokens int)
 			return nil, fmt.Errorf("gpumoe: %s: %w", name, err)
 		}
 	}
-	if err := h.launch(kDispatch, h.blocks, h.p.countsShared(), h.g.DevComm(), h.args, topkIdx, topkWeights,
+	src, stride := h.source(x)
+	if err := h.launch(kDispatch, h.blocks, h.p.countsShared(), h.g.DevComm(), h.args, src, stride, topkIdx, topkWeights,
 		int32(numTokens), h.round); err != nil {
 		return nil, err
 	}

@@ -20,6 +20,7 @@ import (
 //	            recvMeta [n*MaxTokens][ew]  routing entries of received rows
 //	            recvX    [n*MaxTokens][rs]  received rows (expert outputs in place)
 //	  low lat.: llStage  [MaxLLTokens][slotB] FP8 slots staged (FP8 only)
+//	            llRoute  [n][routeB]         per source: T (int32, 16 bytes), [T][K] int32 expert ids
 //	            llX      [L][n][MaxLLTokens][slotB] received slots
 //	            llSrc    [L][n][MaxLLTokens] u32  t*K+k of each slot at its source
 //	            llCount  [L][n] u32           slots used per (local expert, source)
@@ -35,15 +36,16 @@ import (
 type plan struct {
 	n, me, h, k, e, l, maxT, maxLL int
 	rs, ew, hdrB, slotB, groups    int
+	routeB                         int
 	fp8                            bool
 	sig0                           int
 
 	input, hdrStage, cnt, metaStage, recvMeta, recvX int
-	llStage, llX, llSrc, llCount, llY                int
+	llStage, llX, llSrc, llCount, llY, llRoute       int
 	size                                             int
 
 	masks, pos, tokPerExpert, tokPerRank, finish int
-	llCounter, llFinish, llSlotOf, llIdx         int
+	llSlotOf                                     int
 	errWord, recvTokPerExpert, llTokPerExpert    int
 	stateSize                                    int
 }
@@ -64,6 +66,7 @@ func newPlan(cfg Config, n, me int) (plan, error) {
 	p.hdrB = align(8*n+4*p.l, 16)
 	p.groups = (p.h + 127) / 128
 	p.slotB = p.rs
+	p.routeB = align(16+4*p.maxLL*p.k, 16)
 	if p.fp8 {
 		p.slotB = align(align(p.h, 16)+4*p.groups, 16)
 	}
@@ -88,6 +91,7 @@ func newPlan(cfg Config, n, me int) (plan, error) {
 		p.llX = region(p.l * n * p.maxLL * p.slotB)
 		p.llSrc = region(p.l * n * p.maxLL * 4)
 		p.llCount = region(p.l * n * 4)
+		p.llRoute = region(n * p.routeB)
 		p.llY = p.llX
 		if p.fp8 {
 			p.llY = region(p.l * n * p.maxLL * p.rs)
@@ -103,10 +107,7 @@ func newPlan(cfg Config, n, me int) (plan, error) {
 	p.tokPerExpert = region(4 * p.e)
 	p.tokPerRank = region(4 * n)
 	p.finish = region(4 * 2 * n)
-	p.llCounter = region(4 * 2 * p.e)
-	p.llFinish = region(4 * 2)
 	p.llSlotOf = region(4 * p.maxLL * p.k)
-	p.llIdx = region(4 * p.maxLL * p.k)
 	p.errWord = region(8)
 	p.recvTokPerExpert = region(4 * p.l)
 	p.llTokPerExpert = region(4 * p.l)
@@ -114,20 +115,20 @@ func newPlan(cfg Config, n, me int) (plan, error) {
 	return p, nil
 }
 
-// Signals, from sig0: cnt[n] data[n] comb[n] ll[L] llComb[n]. Values:
-// the count, data and combine (outputs ready) signals of source s reach the number of
-// normal rounds begun; ll[e] reaches low-latency rounds times n; llComb[s]
-// low-latency rounds.
-func (p *plan) sigCnt(s int) int    { return p.sig0 + s }
-func (p *plan) sigData(s int) int   { return p.sig0 + p.n + s }
-func (p *plan) sigComb(s int) int   { return p.sig0 + 2*p.n + s }
-func (p *plan) sigLL(le int) int    { return p.sig0 + 3*p.n + le }
-func (p *plan) sigLLComb(s int) int { return p.sig0 + 3*p.n + p.l + s }
-func (p *plan) signals() int        { return 4*p.n + p.l }
+// Signals, from sig0: cnt[n] data[n] comb[n] llReady[n] llComb[n], one
+// each per source rank. Values: the count, data and combine (outputs
+// ready) signals of source s reach the number of normal rounds begun;
+// llReady[s] (routing and rows staged) and llComb[s] low-latency rounds.
+func (p *plan) sigCnt(s int) int     { return p.sig0 + s }
+func (p *plan) sigData(s int) int    { return p.sig0 + p.n + s }
+func (p *plan) sigComb(s int) int    { return p.sig0 + 2*p.n + s }
+func (p *plan) sigLLReady(s int) int { return p.sig0 + 3*p.n + s }
+func (p *plan) sigLLComb(s int) int  { return p.sig0 + 4*p.n + s }
+func (p *plan) signals() int         { return 5 * p.n }
 
 // argWords is the size of Args in 8-byte words (kernels.cu: struct Args;
 // NVRTC gets it as -DMOE_ARGS_WORDS and static_asserts it).
-const argWords = 39
+const argWords = 38
 
 // Args is a Handle as kernels take it: struct moe::Args of kernels.cu,
 // passed by value.
@@ -150,10 +151,11 @@ func (p *plan) args(win, state cuda.DevicePtr) Args {
 		uint64(win),
 		uint64(p.me), uint64(p.n), uint64(p.h), uint64(p.k), uint64(p.e), uint64(p.l), uint64(p.maxT), uint64(p.maxLL),
 		uint64(p.rs), uint64(p.ew), uint64(p.hdrB), uint64(p.sig0), b2u(p.fp8), uint64(p.slotB), uint64(p.groups),
+		uint64(p.routeB),
 		uint64(p.input), uint64(p.hdrStage), uint64(p.cnt), uint64(p.metaStage), uint64(p.recvMeta), uint64(p.recvX),
-		uint64(p.llStage), uint64(p.llX), uint64(p.llSrc), uint64(p.llCount), uint64(p.llY),
+		uint64(p.llStage), uint64(p.llX), uint64(p.llSrc), uint64(p.llCount), uint64(p.llY), uint64(p.llRoute),
 		st(p.masks), st(p.pos), st(p.tokPerExpert), st(p.tokPerRank), st(p.finish),
-		st(p.llCounter), st(p.llFinish), st(p.llSlotOf), st(p.llIdx),
+		st(p.llSlotOf),
 		st(p.errWord), st(p.recvTokPerExpert), st(p.llTokPerExpert),
 	}
 	if len(words) != argWords {
@@ -170,7 +172,7 @@ func (p *plan) args(win, state cuda.DevicePtr) Args {
 func (p *plan) layoutShared() int  { return 4 * (p.e + p.n + 40) }
 func (p *plan) countsShared() int  { return 8 * p.n * p.n }
 func (p *plan) combineShared() int { return 8 * p.n * p.n }
-func (p *plan) llDispShared() int  { return 4 * p.e }
+func (p *plan) llDispShared() int  { return 4 * p.e } // the slot walks' counts
 
 // threads per block of every data kernel (kernels.cu: __launch_bounds__(1024, 1)).
 const threads = 1024

@@ -58,7 +58,8 @@ func TestPlanRegions(t *testing.T) {
 					reg{p.recvMeta, n * nt * p.ew * 4}, reg{p.recvX, n * nt * p.rs})
 			}
 			if ll > 0 {
-				win = append(win, reg{p.llX, p.l * n * ll * p.slotB}, reg{p.llSrc, p.l * n * ll * 4}, reg{p.llCount, p.l * n * 4})
+				win = append(win, reg{p.llX, p.l * n * ll * p.slotB}, reg{p.llSrc, p.l * n * ll * 4}, reg{p.llCount, p.l * n * 4},
+					reg{p.llRoute, n * (16 + 4*ll*p.k)})
 				if cfg.FP8 {
 					win = append(win, reg{p.llStage, ll * p.slotB}, reg{p.llY, p.l * n * ll * p.rs})
 				} else {
@@ -67,20 +68,16 @@ func TestPlanRegions(t *testing.T) {
 			}
 			check(win, p.size)
 			check([]reg{{p.masks, 4 * nt}, {p.pos, 4 * nt * n}, {p.tokPerExpert, 4 * p.e}, {p.tokPerRank, 4 * n},
-				{p.finish, 8 * n}, {p.llCounter, 8 * p.e}, {p.llFinish, 8},
-				{p.llSlotOf, 4 * ll * p.k}, {p.llIdx, 4 * ll * p.k}, {p.errWord, 8},
+				{p.finish, 8 * n},
+				{p.llSlotOf, 4 * ll * p.k}, {p.errWord, 8},
 				{p.recvTokPerExpert, 4 * p.l}, {p.llTokPerExpert, 4 * p.l}}, p.stateSize)
 			// Signals: distinct, Signals() of them from sig0.
 			seen := map[int]bool{}
 			for s := range n {
-				for _, v := range []int{p.sigCnt(s), p.sigData(s), p.sigComb(s), p.sigLLComb(s)} {
+				for _, v := range []int{p.sigCnt(s), p.sigData(s), p.sigComb(s), p.sigLLReady(s), p.sigLLComb(s)} {
 					require.False(t, seen[v])
 					seen[v] = true
 				}
-			}
-			for le := range p.l {
-				require.False(t, seen[p.sigLL(le)])
-				seen[p.sigLL(le)] = true
 			}
 			require.Len(t, seen, Signals(n, cfg))
 		}
@@ -96,11 +93,12 @@ func TestPlanArgs(t *testing.T) {
 	assert.Equal(t, uint64(0x1000), w(0)) // win
 	assert.Equal(t, []uint64{1, 2, 100, 4, 8, 4, 16, 4}, []uint64{w(1), w(2), w(3), w(4), w(5), w(6), w(7), w(8)})
 	assert.Equal(t, uint64(p.rs), w(9))
+	assert.Equal(t, uint64(p.routeB), w(16))
 	assert.Equal(t, uint64(3), w(12))                                 // sigBase
 	assert.Equal(t, uint64(1), w(13))                                 // fp8
-	assert.Equal(t, uint64(p.recvX), w(21))                           // last normal region
-	assert.Equal(t, uint64(p.llY), w(26))                             // last low-latency region
-	assert.Equal(t, uint64(0x200000+p.masks), w(27))                  // first state pointer
+	assert.Equal(t, uint64(p.recvX), w(22))                           // last normal region
+	assert.Equal(t, uint64(p.llRoute), w(28))                         // last low-latency region
+	assert.Equal(t, uint64(0x200000+p.masks), w(29))                  // first state pointer
 	assert.Equal(t, uint64(0x200000+p.llTokPerExpert), w(argWords-1)) // last
 }
 
