@@ -113,6 +113,14 @@ __device__ __forceinline__ u32 atomAddAcqRel(u32* p, u32 v) {
   return old;
 }
 
+// blockFenceSys: the block's writes so far, fenced once at system scope
+// by warp 0 (cumulative over what the barrier ordered before it).
+__device__ __forceinline__ void blockFenceSys() {
+  __syncthreads();
+  if (warp() == 0) asm volatile("fence.acq_rel.sys;" ::: "memory");
+  __syncthreads();
+}
+
 // blockFinish: every thread of the block is done putting; one warp fences
 // the block's writes at system scope (fence.acq_rel.sys: cumulative over
 // what the barrier ordered before it), then threads add 1 to counters[0..count) in
@@ -121,9 +129,7 @@ __device__ __forceinline__ u32 atomAddAcqRel(u32* p, u32 v) {
 // block of the grid calls it once per kernel, with the same count.
 template <typename OnLast>
 __device__ __forceinline__ void blockFinish(u32* counters, int count, OnLast onLast) {
-  __syncthreads();
-  if (warp() == 0) asm volatile("fence.acq_rel.sys;" ::: "memory");
-  __syncthreads();
+  blockFenceSys();
   for (int i = threadIdx.x; i < count; i += blockDim.x)
     if (atomAddAcqRel(&counters[i], 1) == gridDim.x - 1) onLast(i);
 }
@@ -707,9 +713,7 @@ __device__ __forceinline__ int* llRoute(const Args& a, int s) {
 // them at system scope, then thread r adds value to signal sig at rank r,
 // for every rank.
 __device__ __forceinline__ void blockSignal(const Args& a, Gin& gin, Team world, u32 sig, u64 value) {
-  __syncthreads();
-  if (warp() == 0) asm volatile("fence.acq_rel.sys;" ::: "memory");
-  __syncthreads();
+  blockFenceSys();
   if ((int)threadIdx.x < (int)a.n) gin.signal(world, threadIdx.x, SignalAdd{sig, value}, CoopThread{});
 }
 
