@@ -170,7 +170,7 @@ for key in sorted({k.rsplit('_', 2)[0] for k in fig if k.endswith('_dispatch_tim
         ratio = f"{min(s or 1e9, o or 1e9) / t:.2f}x" if t and (s or o) else "-"
         print(f"{mode:<26} {ph:<9} {fmt(t):>9} {bw:>7.1f} | {fmt(s):>10} / {fmt(o):>9} {ratio:>6} | {fmt(i1):>9} / {fmt(i2):>8}")
     if fig.get(key + "_layout_time"):
-        print(f"{mode:<26} {'(layout)':<9} {fig[key + '_layout_time']:>9.1f}   of the dispatch time above")
+        print(f"{mode:<26} {'(layout)':<9} {fig[key + '_layout_time']:>9.1f}   as a kernel of its own, in traced rounds (the dispatch above fuses it)")
 print("ratio: the faster NCCL figure / rdmactor's (above 1: rdmactor faster). Targets: dispatch and combine faster than NCCL; low-latency dispatch < 20 us at 128 tokens.")
 PY
   grep -h '^ANCHOR_' "$logs/anchor.log" 2>/dev/null

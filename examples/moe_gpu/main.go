@@ -444,15 +444,25 @@ func (r *runner) normal(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	h.Trace(r.events[1])
-	st, err := r.time(ctx, func() error {
+	dispatch := func() error {
 		_, err := h.Dispatch(r.x, r.idx, r.w, r.in.tokens)
 		return err
-	}, func() error { return h.Combine(r.out) })
+	}
+	st, err := r.time(ctx, false, dispatch, func() error { return h.Combine(r.out) })
+	if err != nil {
+		return err
+	}
+	// The layout apart, in rounds of their own (Handle.Trace): a layout
+	// kernel of its own and an event after it cost the 128-token dispatch
+	// 8 us (34.4 us instead of 26.7, docs/moe_gpu.md), so the rounds above
+	// have neither.
+	h.Trace(r.events[1])
+	lt, err := r.time(ctx, true, dispatch, func() error { return h.Combine(r.out) })
 	h.Trace(nil)
 	if err != nil {
 		return err
 	}
+	st.l = lt.l
 	// Bytes across ranks: rows received from other ranks, mean over ranks.
 	rows, pairs := 0, 0
 	for a := range r.n {
@@ -501,7 +511,7 @@ func (r *runner) lowLatency(ctx context.Context, maxLL int, fp8 bool) (err error
 			return err
 		}
 	}
-	st, err := r.time(ctx, func() error {
+	st, err := r.time(ctx, false, func() error {
 		_, err := h.DispatchLL(r.x, r.idx, r.in.tokens)
 		return err
 	}, func() error { return h.CombineLL(r.w, r.out) })
@@ -565,14 +575,17 @@ func (r *runner) verify(ctx context.Context, fp8 bool, what string) error {
 }
 
 // stats are the slowest rank's median times (seconds) of one mode: dispatch,
-// combine, both, and the layout part of dispatch (normal mode; else 0).
+// combine, both, and the layout as a kernel of its own in traced rounds
+// (normal mode; else 0; the timed dispatch fuses it).
 type stats struct{ d, c, t, l float64 }
 
 // time runs warmup+iters rounds of dispatch then combine, each queued
 // behind a gate and a device barrier (Handle.StartLine) that opens once
 // every rank queued its round, and timed on the GPU with events; it returns
-// per-phase medians of the slowest rank's time per round.
-func (r *runner) time(ctx context.Context, dispatch, combine func() error) (stats, error) {
+// per-phase medians of the slowest rank's time per round. With layout it
+// also records events[1] (Handle.Trace moves it between the layout and the
+// dispatch kernels) and times the layout; else stats.l is 0.
+func (r *runner) time(ctx context.Context, layout bool, dispatch, combine func() error) (stats, error) {
 	o := r.o
 	st := r.g.Stream()
 	flag := memword.Uint64(r.gate.Bytes(), 0)
@@ -583,8 +596,11 @@ func (r *runner) time(ctx context.Context, dispatch, combine func() error) (stat
 		if err == nil {
 			err = r.events[0].Record(st)
 		}
-		if err == nil {
-			err = r.events[1].Record(st) // moved between layout and dispatch by Handle.Trace
+		if err == nil && layout {
+			// Moved between layout and dispatch by Handle.Trace. Only
+			// when asked: an event inside the timed span delays the
+			// kernel after it (by about 3 us, docs/moe_gpu.md).
+			err = r.events[1].Record(st)
 		}
 		if err == nil {
 			err = dispatch()
@@ -605,7 +621,11 @@ func (r *runner) time(ctx context.Context, dispatch, combine func() error) (stat
 		}
 		d, err1 := cuda.Elapsed(r.events[0], r.events[2])
 		c, err2 := cuda.Elapsed(r.events[2], r.events[3])
-		l, err3 := cuda.Elapsed(r.events[0], r.events[1])
+		var l time.Duration
+		var err3 error
+		if layout {
+			l, err3 = cuda.Elapsed(r.events[0], r.events[1])
+		}
 		if err := errors.Join(err1, err2, err3); err != nil {
 			return stats{}, err
 		}

@@ -290,9 +290,12 @@ func (h *Handle) StartLine(gate cuda.DevicePtr) error {
 	return h.launch(kSync, 1, 0, h.g.DevComm(), gate)
 }
 
-// Trace records ev on the stream between the layout and the dispatch
-// kernels of every later Dispatch (nil: no longer), so that benchmarks can
-// time the layout apart. ev belongs to the gpu.Comm's context.
+// Trace makes every later Dispatch run its layout as a kernel of its own
+// (moe_layout) and record ev on the stream between it and the dispatch
+// kernel (nil: no longer, the layout fused into the dispatch kernel
+// again), so that benchmarks can time the layout apart; the split costs
+// the round a kernel boundary and the event. ev belongs to the gpu.Comm's
+// context.
 func (h *Handle) Trace(ev *cuda.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

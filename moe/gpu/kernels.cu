@@ -7,11 +7,12 @@
 // combine.go, lowlatency.go), with the data movement done by kernels and
 // every phase on the GPU (no host round trip between phases):
 //
-//   moe_layout      one block: token -> rank masks, send positions (a block
+//   layout          one block: token -> rank masks, send positions (a block
 //                   scan per rank), tokens per rank and per expert (DeepEP's
 //                   get_dispatch_layout), then puts this rank's count header
 //                   to every rank with SignalAdd(cnt[me], 1) (DeepEP's
-//                   notify_dispatch).
+//                   notify_dispatch). Block 0 of moe_dispatch runs it, or
+//                   moe_layout, a kernel of its own, when traced.
 //   moe_dispatch    normal mode: waits for every rank's counts; each block
 //                   streams a contiguous token range to one destination:
 //                   runs of rows and their routing entries straight into the
@@ -22,13 +23,13 @@
 //                   ready (one signal each), waits for theirs, then sums each
 //                   token's rows in float32, pulling the remote ones through
 //                   the LSA mapping, and rounds once to bf16.
-//   moe_ll_dispatch low latency: each rank puts its routing to every rank and
-//                   stages its rows (FP8 e4m3 with per-128-channel scales, or
-//                   bf16 as they are); one llReady signal per rank from the
-//                   last block done; then each rank pulls every token routed
-//                   to it once and stores it into the slot of each local
-//                   expert it chose (slots in token order, computed alike at
-//                   both ends).
+//   moe_ll_dispatch low latency: each rank puts its routing and its pairs per
+//                   expert to every rank and stages its rows (FP8 e4m3 with
+//                   per-128-channel scales, or bf16 as they are); every
+//                   block adds to one llReady signal per rank; then each
+//                   rank pulls every token routed to it once and stores it
+//                   into the slot of each local expert it chose (slots in
+//                   token order, computed alike at both ends).
 //   moe_ll_combine  as moe_combine, pulling each (token, k) row from its
 //                   expert's slot.
 //
@@ -295,15 +296,13 @@ __device__ bool waitAll(const Args& a, Gin& gin, SigOf sig, int skip, u64 least)
 
 // ---- layout (normal mode) ----
 
-// moe_layout: one block of 1024 threads. idx is [T][K] expert ids (-1:
-// dropped). Dynamic shared memory: (E + n + 40) ints.
-extern "C" __global__ void __launch_bounds__(1024, 1)
-    moe_layout(const __grid_constant__ DevComm comm, const __grid_constant__ Args a, const int* __restrict__ idx, int T,
-               u64 round) {
+// layout: the layout of a round, by one block of 1024 threads (moe_layout's
+// grid, or block 0 of moe_dispatch's). idx is [T][K] expert ids (-1:
+// dropped); dyn is (E + n + 40) ints of shared memory.
+__device__ void layout(const DevComm& comm, const Args& a, const int* __restrict__ idx, int T, u64 round, int* dyn) {
   const int n = (int)a.n, K = (int)a.topk, E = (int)a.experts, L = (int)a.local, me = (int)a.rank;
   const int parity = (int)(round & 1);
   const int tid = threadIdx.x, bs = blockDim.x;
-  extern __shared__ int dyn[];
   int* sExp = dyn;           // [E]
   int* sRank = sExp + E;     // [n]
   int* sScan = sRank + n;    // [33]
@@ -377,6 +376,16 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
             SignalAdd{sigCnt(a, me), 1}, None{}, CoopWarp{});
 }
 
+// moe_layout: the layout alone, one block of 1024 threads, before a
+// moe_dispatch launched with fused = 0 (Handle.Trace times it apart).
+// Dynamic shared memory: (E + n + 40) ints.
+extern "C" __global__ void __launch_bounds__(1024, 1)
+    moe_layout(const __grid_constant__ DevComm comm, const __grid_constant__ Args a, const int* __restrict__ idx, int T,
+               u64 round) {
+  extern __shared__ int dyn[];
+  layout(comm, a, idx, T, round, dyn);
+}
+
 // ---- dispatch (normal mode) ----
 
 // writeEntry writes the routing entry of token t for rank r: t, then K
@@ -430,17 +439,43 @@ __device__ __forceinline__ BlockDest blockDest(int b, int G, int n, int me) {
   }
 }
 
+// awaitLayout: the blocks of a fused moe_dispatch but block 0 wait for its
+// layout (this rank's count signal) polling fast for a few microseconds,
+// a short layout's time, then once a microsecond: 131 blocks polling
+// every 128 ns (gin's waitSignal) slowed the block that computes the
+// layout of 4096 tokens so much that the dispatch took 368 us instead of
+// 200 (docs/moe_gpu.md). waitAll follows, and ends the wait on abort.
+__device__ void awaitLayout(const Args& a, Gin& gin, u64 round) {
+  if (threadIdx.x == 0)
+    for (u32 i = 1; gin.readSignal(sigCnt(a, (int)a.rank)) < round; i++) {
+      __nanosleep(i <= 32 ? 128 : 1000);
+      if ((i & 63) == 0 && gin.aborted()) break;
+    }
+  __syncthreads();
+}
+
 // moe_dispatch: grid of at most one 1024-thread block per SM, at least n.
-// Dynamic shared memory: n*n i64.
+// With fused (the default launch), block 0 first does the round's layout
+// (one kernel boundary less: about 2 us at 128 tokens, docs/moe_gpu.md);
+// the other blocks wait for it (awaitLayout), then for every rank's counts. Dynamic shared
+// memory: n*n i64, and with fused at least the layout's (E + n + 40) ints.
 extern "C" __global__ void __launch_bounds__(1024, 1)
     moe_dispatch(const __grid_constant__ DevComm comm, const __grid_constant__ Args a, const char* __restrict__ x,
-                 u64 xStride, const int* __restrict__ idx, const float* __restrict__ wts, int T, u64 round) {
+                 u64 xStride, const int* __restrict__ idx, const float* __restrict__ wts, int T, u64 round,
+                 int fused) {
   const int n = (int)a.n, me = (int)a.rank, L = (int)a.local;
   const int parity = (int)(round & 1);
-  extern __shared__ i64 C[];  // [n][n]
+  extern __shared__ i64 C[];  // [n][n]; the layout's ints first in block 0
   Gin gin(comm, 0);
   Team world = teamWorld(comm);
 
+  // 0. This rank's layout: its counts to every rank.
+  if (fused && blockIdx.x == 0) {
+    layout(comm, a, idx, T, round, reinterpret_cast<int*>(C));
+    __syncthreads();  // C free
+  }
+
+  if (fused && blockIdx.x != 0) awaitLayout(a, gin, round);
   // 1. every rank's counts.
   if (!waitAll(a, gin, [&](int s) { return sigCnt(a, s); }, -1, round)) return;
   const bool bad = loadCounts(a, parity, C);
@@ -704,40 +739,89 @@ __device__ __forceinline__ void batchCount(const int* sRoute, int nb, int K, int
 }
 
 // llRoute returns source s's routing in this rank's window: T, then
-// [T][K] expert ids from 16 bytes on (plan.go: llRoute).
+// [T][K] expert ids from 16 bytes on, then at llPairs its pairs per expert
+// ([E] u32, from 16 + 4*MaxLLTokens*K bytes on; plan.go: llRoute).
 __device__ __forceinline__ int* llRoute(const Args& a, int s) {
   return reinterpret_cast<int*>(local(a) + a.offLLRoute + (u64)s * a.routeB);
 }
+__device__ __forceinline__ u64 llPairs(const Args& a) { return 16 + 4 * a.maxLL * a.topk; }
 
-// blockSignal: every thread of the block is done writing; warp 0 fences
-// them at system scope, then thread r adds value to signal sig at rank r,
-// for every rank.
+// blockSignal: every thread of the block is done writing; thread r adds
+// value to signal sig at rank r, for every rank. No fence of its own: the
+// barrier orders the block's writes before the add, whose system-scope
+// release is cumulative over them (gin's LSA signal; PTX memory model).
+// A fence here cost 0.6-0.8 us of the low-latency dispatch (docs/moe_gpu.md).
 __device__ __forceinline__ void blockSignal(const Args& a, Gin& gin, Team world, u32 sig, u64 value) {
-  blockFenceSys();
+  __syncthreads();
   if ((int)threadIdx.x < (int)a.n) gin.signal(world, threadIdx.x, SignalAdd{sig, value}, CoopThread{});
+}
+
+// peerAt is rank r's window at off (this rank's own memory for r == me).
+__device__ __forceinline__ char* peerAt(const DevComm& comm, const Args& a, Team world, int r, u64 off) {
+  return r == (int)a.rank ? local(a) + off : reinterpret_cast<char*>(lsaPointer(comm, a.win, world, r, off));
+}
+
+// pullRows copies each pair's row (nb pairs, V 16-byte vectors a row,
+// from src[j]) into its m[j] slots dst(j, q), with the whole block: every
+// thread issues up to four loads (NVLink reads, most of them) before its
+// stores, so a block has its reads in flight at once.
+template <typename Dst>
+__device__ __forceinline__ void pullRows(int nb, int V, const uint4* const* src, const int* m, Dst dst) {
+  const int total = nb * V, bs = blockDim.x;
+  for (int base = threadIdx.x; base < total; base += 4 * bs) {
+    uint4 val[4];
+    int jj[4];
+#pragma unroll
+    for (int u = 0; u < 4; u++) {
+      const int it = base + u * bs;
+      jj[u] = -1;
+      if (it < total) {
+        const int j = it / V;
+        if (m[j] > 0) {
+          jj[u] = j;
+          val[u] = src[j][it - j * V];
+        }
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < 4; u++) {
+      const int j = jj[u];
+      if (j < 0) continue;
+      const int v = base + u * bs - j * V;
+      for (int q = 0; q < m[j]; q++) reinterpret_cast<uint4*>(dst(j, q))[v] = val[u];
+    }
+  }
 }
 
 // moe_ll_dispatch: grid of at most one 1024-thread block per SM, the same
 // grid G on every rank (New agrees on it). Dynamic shared memory: E u32
 // (per-expert counts of the slot computations).
 //
-// Sources stage, receivers pull: each rank puts its routing (T and
-// [T][K], a few KiB) to every rank and stages its rows (FP8 slots; bf16
-// rows copied into Input unless x is Input); llReady[me] reaches G per
-// round at every rank once everything is staged (each staging block adds
-// 1, or block 0 adds G when it staged everything). Each rank waits for
-// every source's G and pulls: a token's row crosses NVLink once per
-// receiving rank (not once per expert: 4x fewer bytes at top-8 over 2
-// ranks) and is stored from registers into the slot of each local expert
-// it chose. Nobody puts while others poll, and a source's rows stay put
-// until its next dispatch, which comes after its combine, which waits for
-// every rank's outputs, sent after that rank's dispatch returned.
+// Sources stage, receivers pull. The last block (R, the routing block)
+// writes this rank's routing (T and [T][K], a few KiB) and its pairs per
+// expert into every rank's route region; the others (the workers) stage
+// its rows (FP8 slots; bf16 rows copied into Input unless x is Input).
+// llReady[me] reaches G per round at every rank once everything is there
+// (each block adds 1 when rows are staged, else R adds G). Each rank waits
+// for every source's G; R copies the counts, and the workers pull: a
+// token's row crosses NVLink once per receiving rank (not once per expert:
+// 4x fewer bytes at top-8 over 2 ranks) and is stored from registers into
+// the slot of each local expert it chose. Every worker takes the same
+// token range of every source, so the NVLink reads are spread over the
+// grid, and R, busy routing first and counting last, pulls nothing.
+// Nobody puts while others poll, and a source's rows stay put until its
+// next dispatch, which comes after its combine, which waits for every
+// rank's outputs, sent after that rank's dispatch returned.
 extern "C" __global__ void __launch_bounds__(1024, 1)
     moe_ll_dispatch(const __grid_constant__ DevComm comm, const __grid_constant__ Args a, const char* __restrict__ x,
                     u64 xStride, const int* __restrict__ idx, int T, u64 round) {
   const int n = (int)a.n, me = (int)a.rank, K = (int)a.topk, E = (int)a.experts, L = (int)a.local;
   const int maxLL = (int)a.maxLL;
-  const int G = gridDim.x;
+  // R, the last block, routes; the W others (all of a 1-block grid)
+  // stage, compute this rank's slots and pull.
+  const int G = gridDim.x, R = G - 1, W = G > 1 ? G - 1 : 1;
+  const int b = blockIdx.x;
+  const bool worker = b < W;
   Gin gin(comm, 0);
   Team world = teamWorld(comm);
   char* lb = local(a);
@@ -745,40 +829,53 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
   __shared__ int sRoute[32 * maxTopK];   // a batch's routing
   const bool staged = a.fp8 || x != lb + a.offInput;
 
-  // 1. Block 0: this rank's routing into its route region and to every
-  // other rank's; with nothing to stage, that is everything: G at once.
-  if (blockIdx.x == 0) {
-    int* own = llRoute(a, me);
-    if (threadIdx.x == 0) own[0] = T;
-    for (int i = threadIdx.x; i < T * K; i += blockDim.x) {
-      const int e = idx[i];
-      if (e >= E || e < -1) fail(a, ErrBadRouting, (u32)i);
-      own[4 + i] = e;
+  // 1. The routing block R: T, the routing and the pairs per expert into
+  // every rank's route region for this source, from registers (receivers
+  // need no pass to count their rows); with nothing to stage, that is
+  // everything: G at once.
+  if (b == R) {
+    __shared__ char* sDst[maxRanks];
+    for (int i = threadIdx.x; i < E; i += blockDim.x) hist[i] = 0;
+    if ((int)threadIdx.x < n) {
+      char* d = peerAt(comm, a, world, threadIdx.x, a.offLLRoute + (u64)me * a.routeB);
+      *reinterpret_cast<int*>(d) = T;
+      sDst[threadIdx.x] = d;
     }
     __syncthreads();
-    for (int r = warp(); r < n; r += warps())
-      if (r != me)
-        gin.put(world, r, a.win, a.offLLRoute + (u64)me * a.routeB, a.win, a.offLLRoute + (u64)me * a.routeB,
-                16 + (u64)T * K * 4, None{}, None{}, CoopWarp{});
+    for (int i = threadIdx.x; i < T * K; i += blockDim.x) {
+      const int e = idx[i];
+      if (e >= E || e < -1)
+        fail(a, ErrBadRouting, (u32)i);
+      else if (e >= 0)
+        atomicAdd(&hist[e], 1u);
+      for (int r = 0; r < n; r++) reinterpret_cast<int*>(sDst[r] + 16)[i] = e;
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < n * E; i += blockDim.x) {
+      const int r = i / E, e = i - r * E;
+      reinterpret_cast<u32*>(sDst[r] + llPairs(a))[e] = hist[e];
+    }
     if (!staged) blockSignal(a, gin, world, sigLLReady(a, me), (u64)G);
   }
-  // 2. Stage the rows the receivers pull: FP8 slots, or bf16 rows into
-  // Input; each block then adds 1.
+  // 2. Stage the rows the receivers pull (workers: FP8 slots, or bf16 rows
+  // into Input); each block then adds 1.
   if (staged) {
-    if (a.fp8)
-      for (int t = blockIdx.x; t < T; t += G)
-        quantize(a, reinterpret_cast<const u16*>(x + (u64)t * xStride),
-                 reinterpret_cast<u8*>(lb + a.offLLStage + (u64)t * a.slotB));
-    else
-      for (int t = blockIdx.x; t < T; t += G)
-        blockCopy(lb + a.offInput + (u64)t * a.rs, x + (u64)t * xStride, a.hidden * 2);
+    if (worker) {
+      if (a.fp8)
+        for (int t = b; t < T; t += W)
+          quantize(a, reinterpret_cast<const u16*>(x + (u64)t * xStride),
+                   reinterpret_cast<u8*>(lb + a.offLLStage + (u64)t * a.slotB));
+      else
+        for (int t = b; t < T; t += W)
+          blockCopy(lb + a.offInput + (u64)t * a.rs, x + (u64)t * xStride, a.hidden * 2);
+    }
     blockSignal(a, gin, world, sigLLReady(a, me), 1);
   }
 
   // 3. This rank's own slots, for CombineLL (while the signals fly): a
-  // token range per block.
-  {
-    const int t0 = (int)((i64)T * blockIdx.x / G), t1 = (int)((i64)T * (blockIdx.x + 1) / G);
+  // token range per worker.
+  if (worker) {
+    const int t0 = (int)((i64)T * b / W), t1 = (int)((i64)T * (b + 1) / W);
     slotPrefix(idx, t0, K, 0, E, hist);
     for (int c0 = t0; c0 < t1; c0 += 32) {
       const int nb = min(32, t1 - c0);
@@ -801,81 +898,92 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
 
   // 4. Every source staged.
   if (!waitAll(a, gin, [&](int s) { return sigLLReady(a, s); }, -1, round * (u64)G)) return;
-  __shared__ int sT[maxRanks + 1];  // prefix of the sources' token counts
-  if (threadIdx.x == 0) {
-    sT[0] = 0;
-    for (int s = 0; s < n; s++) sT[s + 1] = sT[s] + min(maxLL, max(0, llRoute(a, s)[0]));
-  }
-  __syncthreads();
-
-  // 5. Block 0: rows per (local expert, source) and per local expert.
-  u32* cnt = reinterpret_cast<u32*>(lb + a.offLLCount);
-  if (blockIdx.x == 0) {
-    for (int s = 0; s < n; s++) {
-      slotPrefix(llRoute(a, s) + 4, sT[s + 1] - sT[s], K, me * L, L, hist);
-      for (int le = threadIdx.x; le < L; le += blockDim.x) cnt[le * n + s] = min(hist[le], (u32)maxLL);
-    }
-    __syncthreads();
+  if (b == R) {  // rows per (local expert, source): the sources' counts came with their routing
+    u32* cnt = reinterpret_cast<u32*>(lb + a.offLLCount);
     for (int le = threadIdx.x; le < L; le += blockDim.x) {
-      int tot = 0;
-      for (int s = 0; s < n; s++) tot += (int)cnt[le * n + s];
-      a.llTokPerExpert[le] = tot;
+      u32 tot = 0;
+      for (int s = 0; s < n; s++) {
+        const u32 c = min((u32)maxLL, reinterpret_cast<const u32*>(reinterpret_cast<const char*>(llRoute(a, s)) +
+                                                                   llPairs(a))[me * L + le]);
+        cnt[le * n + s] = c;
+        tot += c;
+      }
+      a.llTokPerExpert[le] = (int)tot;
     }
   }
 
-  // 6. Pull: this block's range of the sources' tokens, in batches of 32
-  // tokens: a warp per token finds its slots, then the block copies each
-  // row once (16 bytes a thread) into every local slot it goes to.
+  // 5. Pull. Worker b takes tokens [t0, t1) of every source, C of each at a
+  // time (a chunk: a warp per (source, token) finds the pair's slots, then
+  // the block copies each row once, 16 bytes a thread, into every local
+  // slot it goes to). hist is [n][L]: each source's pairs before the chunk
+  // per local expert; sRoute is [n][C][K]: the chunk's routing. The first
+  // pass reads the prefix, the first chunk and the sources' T at once.
+  const int t0 = (int)((i64)maxLL * b / W), t1 = (int)((i64)maxLL * (b + 1) / W);
+  if (!worker || t0 >= t1) return;
+  const int C = max(1, 32 / n), lo = me * L;
+  const int V = (int)(a.slotB / 16);  // 16-byte vectors of a row (a bf16 slot is rs bytes)
+  const u64 srcOff = a.fp8 ? a.offLLStage : a.offInput, srcStride = a.fp8 ? a.slotB : a.rs;
+  u32* srcOf = reinterpret_cast<u32*>(lb + a.offLLSrc);
+  __shared__ int sT[maxRanks];
   __shared__ u16 sLe[32][maxTopK];
   __shared__ int sSlot[32][maxTopK];
   __shared__ int sN[32];
   __shared__ const uint4* sSrc[32];
-  const int U = sT[n];
-  const int u0 = (int)((i64)U * blockIdx.x / G), u1 = (int)((i64)U * (blockIdx.x + 1) / G);
-  const int V = (int)(a.slotB / 16);  // 16-byte vectors of a row (a bf16 slot is rs bytes)
-  const u64 srcOff = a.fp8 ? a.offLLStage : a.offInput, srcStride = a.fp8 ? a.slotB : a.rs;
-  u32* srcOf = reinterpret_cast<u32*>(lb + a.offLLSrc);
-  for (int s = 0; s < n; s++) {
-    const int b0 = max(u0, sT[s]) - sT[s], b1 = min(u1, sT[s + 1]) - sT[s];  // tokens of s
-    if (b0 >= b1) continue;
-    const int* route = llRoute(a, s) + 4;
-    const char* rows = s == me ? lb + srcOff : reinterpret_cast<const char*>(lsaPointer(comm, a.win, world, s, srcOff));
-    slotPrefix(route, b0, K, me * L, L, hist);
-    for (int c0 = b0; c0 < b1; c0 += 32) {
-      const int nb = min(32, b1 - c0);
-      for (int i = threadIdx.x; i < nb * K; i += blockDim.x) sRoute[i] = route[c0 * K + i];
-      __syncthreads();
-      if (warp() < nb) {
-        const int j = warp(), t = c0 + j;
-        int le;
-        const int slot = batchSlots(sRoute, j, K, me * L, L, hist, &le);
-        const bool ok = le >= 0 && slot < maxLL;
-        if (le >= 0 && !ok) fail(a, ErrSlotOverflow, (u32)(me * L + le));
-        const u32 bits = __ballot_sync(0xffffffffu, ok);
-        if (ok) {
-          const int at = __popc(bits & ((1u << lane()) - 1));
-          sLe[j][at] = (u16)le;
-          sSlot[j][at] = slot;
-          srcOf[((u64)le * n + s) * maxLL + slot] = (u32)(t * K + lane());
-        }
-        if (lane() == 0) {
-          sN[j] = __popc(bits);
-          sSrc[j] = reinterpret_cast<const uint4*>(rows + (u64)t * srcStride);
-        }
-      }
-      __syncthreads();
-      batchCount(sRoute, nb, K, me * L, L, hist);
-      for (int it = threadIdx.x; it < nb * V; it += blockDim.x) {
-        const int j = it / V, v = it % V, m = sN[j];
-        if (m == 0) continue;
-        const uint4 val = sSrc[j][v];
-        for (int q = 0; q < m; q++) {
-          char* dst = lb + a.offLLX + (((u64)sLe[j][q] * n + s) * maxLL + sSlot[j][q]) * a.slotB;
-          reinterpret_cast<uint4*>(dst)[v] = val;
-        }
-      }
-      __syncthreads();  // the batch's tables and hist
+  __syncthreads();  // hist free
+  for (int i = threadIdx.x; i < n * L; i += blockDim.x) hist[i] = 0;
+  __syncthreads();
+  int c1 = min(t1, t0 + C);
+  {
+    const int per = c1 * K, pre = t0 * K;
+    if ((int)threadIdx.x < n) sT[threadIdx.x] = min(maxLL, max(0, llRoute(a, threadIdx.x)[0]));
+    for (int i = threadIdx.x; i < n * per; i += blockDim.x) {
+      const int s = i / per, q = i - s * per;
+      const int e = llRoute(a, s)[4 + q];
+      if (q >= pre)
+        sRoute[s * C * K + q - pre] = e;
+      else if (e >= lo && e < lo + L)
+        atomicAdd(&hist[s * L + e - lo], 1u);
     }
+  }
+  __syncthreads();
+  for (int c0 = t0; c0 < t1; c0 = c1, c1 = min(t1, c0 + C)) {
+    const int w = c1 - c0, nb = n * w;  // tokens of each source, pairs
+    if (c0 > t0) {  // the last chunk into hist, this one into sRoute
+      for (int i = threadIdx.x; i < n * C * K; i += blockDim.x) {  // it was a whole chunk
+        const int e = sRoute[i];
+        if (e >= lo && e < lo + L) atomicAdd(&hist[i / (C * K) * L + e - lo], 1u);
+      }
+      __syncthreads();
+      for (int i = threadIdx.x; i < n * w * K; i += blockDim.x) {
+        const int s = i / (w * K), q = i - s * w * K;
+        sRoute[s * C * K + q] = llRoute(a, s)[4 + c0 * K + q];
+      }
+      __syncthreads();
+    }
+    if (warp() < nb) {
+      const int s = warp() / w, j = warp() - s * w, t = c0 + j;
+      int le = -1, slot = -1;
+      if (t < sT[s]) slot = batchSlots(sRoute + s * C * K, j, K, lo, L, hist + s * L, &le);
+      const bool ok = le >= 0 && slot < maxLL;
+      if (le >= 0 && !ok) fail(a, ErrSlotOverflow, (u32)(lo + le));
+      const u32 bits = __ballot_sync(0xffffffffu, ok);
+      if (ok) {
+        const int at = __popc(bits & ((1u << lane()) - 1));
+        sLe[warp()][at] = (u16)le;
+        sSlot[warp()][at] = slot;
+        srcOf[((u64)le * n + s) * maxLL + slot] = (u32)(t * K + lane());
+      }
+      if (lane() == 0) {
+        sN[warp()] = __popc(bits);
+        sSrc[warp()] = reinterpret_cast<const uint4*>(peerAt(comm, a, world, s, srcOff + (u64)t * srcStride));
+      }
+    }
+    __syncthreads();
+    pullRows(nb, V, sSrc, sN, [&](int j, int q) {
+      const int s = j / w;
+      return lb + a.offLLX + (((u64)sLe[j][q] * n + s) * maxLL + sSlot[j][q]) * a.slotB;
+    });
+    __syncthreads();  // the chunk's tables
   }
 }
 

@@ -352,34 +352,35 @@ func TestModelLowLatency(t *testing.T) {
 				slots := map[slotKey][]float32{}   // dequantized rows
 				src := map[slotKey]uint32{}
 				for _, G := range []int{1, 5, 132} {
+					W := max(G-1, 1) // the workers: all blocks but the routing one
 					clear(slots)
 					clear(src)
 					// Each source's own slots (step 3), by blocks.
 					slotOf := make([][]int, n)
 					for s := range n {
-						slotOf[s] = llSlotsModel(in[s].idx, in[s].T, K, 0, E, G)
+						slotOf[s] = llSlotsModel(in[s].idx, in[s].T, K, 0, E, W)
 						require.Equal(t, llSlotsWant(in[s].idx, K), slotOf[s], "source %d: slots in token order", s)
 					}
-					// Receivers (step 7): each block's unit range, split by
-					// source, walked from its prefix.
+					// Receivers (step 5): each worker takes the same token range
+					// of every source, C tokens of each at a time, from its
+					// prefix; tokens past a source's T hold stale routing and
+					// are skipped.
+					C := max(1, 32/n)
 					for me := range n {
 						L := E / n
-						tsum := []int{0}
-						for s := range n {
-							tsum = append(tsum, tsum[s]+in[s].T)
-						}
-						U := tsum[n]
-						for b := range G {
-							u0, u1 := U*b/G, U*(b+1)/G
+						for b := range W {
+							t0, t1 := maxLL*b/W, maxLL*(b+1)/W
+							hist := make([][]int, n)
 							for s := range n {
-								b0, b1 := max(u0, tsum[s]), min(u1, tsum[s+1])
-								if b0 >= b1 {
-									continue
-								}
-								hist := llPrefixModel(in[s].idx, b0-tsum[s], K, me*L, L)
-								for c0 := b0 - tsum[s]; c0 < b1-tsum[s]; c0 += 32 {
-									nb := min(32, b1-tsum[s]-c0)
-									for i, rel := range llBatchModel(in[s].idx, c0, nb, K, me*L, L, hist) {
+								hist[s] = llPrefixModel(in[s].idx, min(t0, in[s].T), K, me*L, L)
+							}
+							for c0 := t0; c0 < t1; c0 += C {
+								for s := range n {
+									nb := min(c0+C, t1, in[s].T) - c0
+									if nb <= 0 {
+										continue
+									}
+									for i, rel := range llBatchModel(in[s].idx, c0, nb, K, me*L, L, hist[s]) {
 										if rel.le < 0 {
 											continue
 										}
@@ -502,12 +503,12 @@ func llBatchModel(idx []int32, c0, nb, K, lo, cnt int, hist []int) []llPair {
 	return out
 }
 
-// llSlotsModel is moe_ll_dispatch's step 3: G blocks, each a token range,
+// llSlotsModel is moe_ll_dispatch's step 3: W workers, each a token range,
 // its prefix, then batches of 32 tokens.
-func llSlotsModel(idx []int32, T, K, lo, cnt, G int) []int {
+func llSlotsModel(idx []int32, T, K, lo, cnt, W int) []int {
 	out := make([]int, T*K)
-	for b := range G {
-		t0, t1 := T*b/G, T*(b+1)/G
+	for b := range W {
+		t0, t1 := T*b/W, T*(b+1)/W
 		hist := llPrefixModel(idx, t0, K, lo, cnt)
 		for c0 := t0; c0 < t1; c0 += 32 {
 			nb := min(32, t1-c0)

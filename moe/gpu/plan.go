@@ -20,7 +20,8 @@ import (
 //	            recvMeta [n*MaxTokens][ew]  routing entries of received rows
 //	            recvX    [n*MaxTokens][rs]  received rows (expert outputs in place)
 //	  low lat.: llStage  [MaxLLTokens][slotB] FP8 slots staged (FP8 only)
-//	            llRoute  [n][routeB]         per source: T (int32, 16 bytes), [T][K] int32 expert ids
+//	            llRoute  [n][routeB]         per source: T (int32, 16 bytes), [MaxLLTokens][K] int32 expert ids,
+//	                                          [E] u32 pairs per expert (kernels.cu: llRoute)
 //	            llX      [L][n][MaxLLTokens][slotB] received slots
 //	            llSrc    [L][n][MaxLLTokens] u32  t*K+k of each slot at its source
 //	            llCount  [L][n] u32           slots used per (local expert, source)
@@ -66,7 +67,7 @@ func newPlan(cfg Config, n, me int) (plan, error) {
 	p.hdrB = align(8*n+4*p.l, 16)
 	p.groups = (p.h + 127) / 128
 	p.slotB = p.rs
-	p.routeB = align(16+4*p.maxLL*p.k, 16)
+	p.routeB = align(16+4*p.maxLL*p.k+4*p.e, 16)
 	if p.fp8 {
 		p.slotB = align(align(p.h, 16)+4*p.groups, 16)
 	}
