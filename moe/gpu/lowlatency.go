@@ -45,8 +45,9 @@ type RecvLL struct {
 // for CombineLL. Collective.
 //
 // One kernel, the sources staging and the receivers pulling: each rank
-// puts its routing to every rank and stages its rows (FP8: quantized;
-// bf16: Input as it is), then signals llReady once every block is done;
+// writes its routing and its pairs per expert into every rank's window and
+// stages its rows (FP8: quantized; bf16: Input as it is), each block then
+// adding to llReady at every rank;
 // each rank waits for every source's signal and pulls each token routed
 // to it once (over NVLink, through the LSA mapping), storing it into the
 // slot of every local expert the token chose. Slots are in token order
