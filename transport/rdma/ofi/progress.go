@@ -57,6 +57,7 @@ func (p *Provider) run() {
 	var idleSince time.Time
 	nap := napMin
 	polls := p.polls.Load()
+	quiet := pollerQuiet
 	for empty := 0; !p.stopping.Load(); {
 		if p.waiters.Load() > 0 || p.polls.Load() != polls {
 			// A waiter drives progress (Poll, PollWait): stand back until
@@ -65,11 +66,16 @@ func (p *Provider) run() {
 			// nanosleep syscall keeps it, so the runtime's sysmon would
 			// retake it on every nap (a futex wake-up of another thread,
 			// and sysmon itself waking every 20 µs), which costs the
-			// waiter on a 2-core VM more than the nap saves.
+			// waiter on a 2-core VM more than the nap saves. The sleeps
+			// double while the waiters stay (each wake-up hands the P to
+			// this locked thread and back: context switches that, on a
+			// 2-core VM, delay the spinning waiter or its peer).
 			polls = p.polls.Load()
-			time.Sleep(pollerQuiet)
+			time.Sleep(quiet)
+			quiet = min(2*quiet, pollerQuietMax)
 			continue
 		}
+		quiet = pollerQuiet
 		p.pollMu.Lock() // a waiter in PollWait may hold it: it progresses meanwhile
 		if p.waiters.Load() > 0 || p.polls.Load() != polls {
 			p.pollMu.Unlock()
@@ -158,7 +164,11 @@ var _ rdma.Poller = (*Provider)(nil)
 // progress goroutine stand back for pollerQuiet, so one thread per rank
 // reads the CQ, not two. Safe for concurrent use.
 func (p *Provider) Poll() int {
-	if p.stopping.Load() || !p.pollMu.TryLock() {
+	if p.stopping.Load() {
+		return 0
+	}
+	p.schedPoint()
+	if !p.pollMu.TryLock() {
 		return 0
 	}
 	defer p.pollMu.Unlock()
@@ -182,6 +192,7 @@ func (p *Provider) PollWait(d time.Duration) int {
 	if p.stopping.Load() {
 		return 0
 	}
+	p.schedPoint()
 	// Take the CQ from whoever reads it, waking them if they block.
 	p.waiters.Add(1)
 	p.wakeup()
@@ -210,6 +221,34 @@ func (p *Provider) PollWait(d time.Duration) int {
 	p.polls.Add(1)
 	return n
 }
+
+// schedPoint passes the calling goroutine through the Go scheduler
+// (runtime.Gosched) once every schedEvery Poll and PollWait calls.
+//
+// Why: a waiter that spins on Poll spends nearly all its time in cgo calls
+// and never reschedules, so the runtime's sysmon sees one time slice of its
+// P run past 10 ms (forcePreemptNS), cannot preempt a goroutine in C, and
+// takes the P away instead (retake in runtime/proc.go, Go 1.26). The
+// goroutine comes back on the other P, whose slice looks just as old, and
+// is retaken again on sysmon's next tick: a storm of P hand-offs, thread
+// wake-ups and sysmon runs at 20 µs intervals, 6 000-9 000 context switches
+// a second per rank where raw libfabric has 1 500. On a 2-core VM each one
+// takes the core of a spinning rank; the 8 B ping-pong lost 2-3 µs per
+// one-way trip to them (a loop of the same fi_cq_read calls made from Go
+// was 9.2 µs against 5.9 µs from C, and 6.2 µs with this). A Gosched every
+// ~1 ms starts a new slice at the cost of one thread wake-up.
+func (p *Provider) schedPoint() {
+	if p.spins.Add(1)%schedEvery == 0 {
+		runtime.Gosched()
+	}
+}
+
+// schedEvery is how many Poll and PollWait calls pass between two
+// schedPoint yields: about 1-2 ms of polling at the ~1 µs an empty
+// fi_cq_read takes on tcp (well inside sysmon's 10 ms), and rare enough
+// that the thread wake-up each Gosched causes costs less than it saves
+// (every 512 calls measured worse, every 2048 better than none).
+const schedEvery = 2048
 
 // schedYield gives the core to another runnable thread (sched_yield(2)),
 // unlike runtime.Gosched, which keeps it busy with this process's
@@ -251,8 +290,15 @@ func (p *Provider) blockCQ(ents []cqEntry, ms int) int {
 }
 
 // pollerQuiet is how long the progress goroutine stays back once it saw a
-// Poll or PollWait: until none came for that long.
-const pollerQuiet = time.Millisecond
+// Poll or PollWait: until none came for that long. While they keep coming
+// it sleeps longer, doubling up to pollerQuietMax, which is so the longest
+// a write posted just as its waiters leave can sit unprogressed (tcp hands
+// a write's bytes to the socket inside fi_writemsg as far as they fit; the
+// rest, and a target's placement, move when the CQ is read).
+const (
+	pollerQuiet    = time.Millisecond
+	pollerQuietMax = 16 * time.Millisecond
+)
 
 // poll reads one batch of completions and the counters; it returns how
 // much it handled.

@@ -62,6 +62,7 @@ type Provider struct {
 	internal  sync.Map      // *ctx -> *internalOp
 	dec       decoder       // under pollMu
 	pollMu    sync.Mutex    // one reader of the CQ at a time: the progress goroutine or Poll
+	spins     atomic.Uint64 // Poll and PollWait calls, for schedPoint
 	polls     atomic.Uint64 // Poll and PollWait calls: the progress goroutine stands back while they come
 	waiters   atomic.Int32  // PollWait callers waiting for pollMu
 	pollEnts  []cqEntry     // Poll's buffer, under pollMu
