@@ -55,7 +55,6 @@ func (p *Provider) run() {
 	ents := make([]cqEntry, cqEntryBatch)
 	lastAct := p.activity.Load()
 	var idleSince time.Time
-	nap := napMin
 	polls := p.polls.Load()
 	quiet := pollerQuiet
 	for empty := 0; !p.stopping.Load(); {
@@ -84,11 +83,11 @@ func (p *Provider) run() {
 		got := p.poll(ents)
 		p.pollMu.Unlock()
 		if got > 0 {
-			empty, nap = 0, napMin
+			empty = 0
 			continue
 		}
 		if a := p.activity.Load(); a != lastAct || p.inflight.Load() > 0 {
-			lastAct, empty, nap = a, 0, napMin // busy: a manual-progress provider needs polling
+			lastAct, empty = a, 0 // busy: a manual-progress provider needs polling
 			continue
 		}
 		if empty++; empty == 1 {
@@ -103,9 +102,17 @@ func (p *Provider) run() {
 			empty = 0
 			continue
 		}
-		napFor(nap)
-		nap = min(2*nap, p.env.idleMax)
+		napFor(idleNap(time.Since(idleSince), p.env.idleMax))
 	}
+}
+
+// idleNap is how long a poller that found nothing for idle naps before it
+// polls again, where the CQ has no wait object: a sixteenth of the idle
+// time, from napMin up to most. So a message that ends a quiet period is
+// seen at most 1/16 (6 %) of that period late, or most, whichever is less,
+// and a process waiting for nothing wakes about 1/most times a second.
+func idleNap(idle, most time.Duration) time.Duration {
+	return min(max(idle/16, napMin), most)
 }
 
 // block waits in fi_cq_sread until a completion arrives, a post wakes it
@@ -124,12 +131,29 @@ func (p *Provider) block(ents []cqEntry, lastAct uint64) {
 	}
 }
 
+// busy records that something happened now (a completion, a signal, data
+// moved, a post): PollWait naps only once nothing has for waiterSpin.
+func (p *Provider) busy() {
+	p.busyAt.Store(time.Since(p.epoch).Nanoseconds())
+}
+
+// Where the CQ has no wait object, a waiter's PollWait yields the core and
+// polls on for waiterSpin after the provider's last activity, then naps
+// (idleNap); a read of the CQ that takes longer than busyPoll moved data
+// (an empty fi_cq_read takes about 1 µs on tcp and sockets, one that
+// places a 64 KiB write several).
+const (
+	waiterSpin = time.Millisecond
+	busyPoll   = 4 * time.Microsecond
+)
+
 // active records a post (or another reason to poll). It does not wake a
 // progress goroutine blocked in fi_cq_sread: a small write's completion
 // (or the socket turning writable) wakes it; submit wakes it for writes
 // that need polling to move.
 func (p *Provider) active() {
 	p.activity.Add(1)
+	p.busy()
 }
 
 // wakeup ends a blocking fi_cq_sread of the progress goroutine.
@@ -173,7 +197,11 @@ func (p *Provider) Poll() int {
 	}
 	defer p.pollMu.Unlock()
 	p.polls.Add(1)
-	return p.poll(p.pollBuf())
+	n := p.poll(p.pollBuf())
+	if n > 0 {
+		p.busy()
+	}
+	return n
 }
 
 // PollWait is Poll that, when nothing was ready, waits for up to d
@@ -200,24 +228,35 @@ func (p *Provider) PollWait(d time.Duration) int {
 	p.waiters.Add(-1)
 	p.polls.Add(1)
 	ents := p.pollBuf()
-	if n := p.poll(ents); n > 0 || p.inflight.Load() > 0 || p.stopping.Load() {
+	t0 := time.Now()
+	n := p.poll(ents)
+	took := time.Since(t0)
+	if n > 0 || took > busyPoll {
+		p.busy()
+	}
+	if n > 0 || p.inflight.Load() > 0 || p.stopping.Load() {
 		p.pollMu.Unlock()
 		return n
 	}
 	if !p.f.waitable || p.strat == counter {
-		// No wait object to block in: give the core to whoever else is
-		// runnable, and come back polling. No nap: sockets moves incoming
-		// data only while the target reads its CQ, and the writes of a
-		// stream leave no CQ entry there, so a waiter cannot tell that
-		// data flows; naps of 10-100 µs held a 64 KiB stream to 160 MB/s
-		// (2000 with this yield, docs/ofi.md).
+		// No wait object to block in: poll on, and once nothing has
+		// happened for a while, nap. The writes of a stream leave no CQ
+		// entry at the target, yet move only while it reads its CQ
+		// (sockets, tcp;ofi_rxm): a read that took longer than busyPoll
+		// moved data, and counts as activity, so the target of a stream
+		// keeps polling (naps of 10-100 µs held a 64 KiB stream on
+		// sockets to 160 MB/s).
 		p.pollMu.Unlock()
-		schedYield()
+		if idle := time.Duration(time.Since(p.epoch).Nanoseconds() - p.busyAt.Load()); idle < waiterSpin {
+			schedYield()
+		} else {
+			napFor(idleNap(idle, d))
+		}
 		return 0
 	}
 	defer p.pollMu.Unlock()
 	ms := max(1, int((d+time.Millisecond-1)/time.Millisecond))
-	n := p.blockCQ(ents, ms)
+	n = p.blockCQ(ents, ms)
 	p.polls.Add(1)
 	return n
 }
