@@ -139,9 +139,12 @@ func (p *Provider) busy() {
 
 // Where the CQ has no wait object, a waiter's PollWait yields the core and
 // polls on for waiterSpin after the provider's last activity, then naps
-// (idleNap); a read of the CQ that takes longer than busyPoll moved data
-// (an empty fi_cq_read takes about 1 µs on tcp and sockets, one that
-// places a 64 KiB write several).
+// (idleNap); two reads of the CQ in a row that each took longer than
+// busyPoll moved data (an empty fi_cq_read takes about 1 µs on tcp and
+// sockets, one that places a 64 KiB write several; a single slow one is
+// as likely the first after a nap, ofi_rxm's connection manager, which
+// runs every 10 ms, or a preemption: counting those, a waiter for nothing
+// kept a third of a core busy).
 const (
 	waiterSpin = time.Millisecond
 	busyPoll   = 4 * time.Microsecond
@@ -230,10 +233,11 @@ func (p *Provider) PollWait(d time.Duration) int {
 	ents := p.pollBuf()
 	t0 := time.Now()
 	n := p.poll(ents)
-	took := time.Since(t0)
-	if n > 0 || took > busyPoll {
+	long := time.Since(t0) > busyPoll
+	if n > 0 || long && p.longPoll {
 		p.busy()
 	}
+	p.longPoll = long
 	if n > 0 || p.inflight.Load() > 0 || p.stopping.Load() {
 		p.pollMu.Unlock()
 		return n
@@ -247,7 +251,9 @@ func (p *Provider) PollWait(d time.Duration) int {
 		// keeps polling (naps of 10-100 µs held a 64 KiB stream on
 		// sockets to 160 MB/s).
 		p.pollMu.Unlock()
-		if idle := time.Duration(time.Since(p.epoch).Nanoseconds() - p.busyAt.Load()); idle < waiterSpin {
+		// A slow read is confirmed by the next one before it counts: no
+		// nap in between (the first read after a nap is slow as well).
+		if idle := time.Duration(time.Since(p.epoch).Nanoseconds() - p.busyAt.Load()); idle < waiterSpin || long {
 			schedYield()
 		} else {
 			napFor(idleNap(idle, d))

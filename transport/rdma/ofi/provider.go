@@ -68,6 +68,7 @@ type Provider struct {
 	busyAt    atomic.Int64  // ns after epoch of the last activity (busy)
 	polls     atomic.Uint64 // Poll and PollWait calls: the progress goroutine stands back while they come
 	waiters   atomic.Int32  // PollWait callers waiting for pollMu
+	longPoll  bool          // PollWait's last CQ read took over busyPoll; guarded by pollMu
 	pollEnts  []cqEntry     // Poll's buffer, under pollMu
 
 	// counter strategy
