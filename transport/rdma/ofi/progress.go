@@ -32,17 +32,17 @@ import (
 //
 // Waiters come first: Poll and PollWait (rdma.Poller) let gin's and the
 // endpoint's waits read the CQ themselves, and while they do the
-// goroutine stands back (a Go sleep of pollerQuiet, repeated while polls
-// keep coming).
+// goroutine stands back (a Go sleep of pollerQuiet, doubling up to
+// pollerQuietMax while polls keep coming).
 //
 // Pacing: it polls while operations are in flight or right after a post
 // (a manual-progress provider moves data only when polled), and for a
-// short spin after its last activity (EnvSpin); then it blocks in
-// fi_cq_sread on the CQ's wait object, which the kernel wakes when data
-// arrives and a post wakes with fi_cq_signal, or, where the CQ has no wait
-// object (sockets), naps with nanosleep. On a loaded 2-core VM blocking
-// beat spinning by 10x in latency (docs/ofi.md): a spinning progress
-// thread takes the core the peer's reply needs.
+// short spin after its last activity (EnvSpin); then, where the CQ has no
+// wait object (the default, EnvWait), it naps with nanosleep for a
+// sixteenth of its idle time up to EnvIdleMax, or, with one, blocks in
+// fi_cq_sread, which the kernel wakes when data arrives and a post wakes
+// with fi_cq_signal. On a loaded 2-core VM an idle progress thread that
+// spins takes the core the peer's reply needs (docs/ofi.md).
 
 func (p *Provider) run() {
 	runtime.LockOSThread()
@@ -208,13 +208,15 @@ func (p *Provider) Poll() int {
 }
 
 // PollWait is Poll that, when nothing was ready, waits for up to d
-// (rdma.Poller): where the CQ has a wait object it blocks in fi_cq_sread(3)
-// for d rounded up to whole milliseconds (the call's unit), woken by the
-// kernel when data arrives, by a post that needs polling, or by another
-// PollWait caller. Where it has none (sockets), or signals tick counters
-// rather than the CQ, it yields the processor (sched_yield(2)) and
-// returns: a waiter there polls, as sockets needs to move data, and costs
-// a core it gives to any other runnable thread. It returns at once, after
+// (rdma.Poller): where the CQ has a wait object (RDMACTOR_OFI_WAIT=fd) it
+// blocks in fi_cq_sread(3) for d rounded up to whole milliseconds (the
+// call's unit), woken by the kernel when data arrives, by a post that
+// needs polling, or by another PollWait caller. Where it has none (the
+// default, and sockets), or signals tick counters rather than the CQ, it
+// yields the processor (sched_yield(2)) and returns while the provider was
+// active in the last waiterSpin, and otherwise naps idleNap(idle, d): a
+// waiter there polls on, as a manual-progress target must for a stream's
+// data to move, and costs little once nothing happens. It returns at once, after
 // one poll, while writes of this rank are in flight: a manual-progress
 // provider moves them only while polled. Unlike Poll it
 // waits for the CQ when the progress goroutine holds it (waking it from
