@@ -33,8 +33,8 @@ const (
 	// fails.
 	EnvPostTimeout = "RDMACTOR_OFI_POST_TIMEOUT"
 	// EnvSpin is how long the progress goroutine keeps polling after its
-	// last activity before it blocks on the CQ's wait object (a Go
-	// duration; default 20µs). Raise it where each rank has a core to
+	// last activity before it naps, or blocks on the CQ's wait object with
+	// EnvWait=fd (a Go duration; default 20µs). Raise it where each rank has a core to
 	// itself.
 	EnvSpin = "RDMACTOR_OFI_SPIN"
 	// EnvIdleMax is the longest nap of an idle progress goroutine where the
