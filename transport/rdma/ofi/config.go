@@ -33,14 +33,27 @@ const (
 	// fails.
 	EnvPostTimeout = "RDMACTOR_OFI_POST_TIMEOUT"
 	// EnvSpin is how long the progress goroutine keeps polling after its
-	// last activity before it blocks on the CQ's wait object (a Go
-	// duration; default 20µs). Raise it where each rank has a core to
+	// last activity before it naps, or blocks on the CQ's wait object with
+	// EnvWait=fd (a Go duration; default 20µs). Raise it where each rank has a core to
 	// itself.
 	EnvSpin = "RDMACTOR_OFI_SPIN"
 	// EnvIdleMax is the longest nap of an idle progress goroutine where the
-	// CQ has no wait object (a Go duration; default 100µs): the worst added
-	// latency of the first message after a quiet period.
+	// CQ has no wait object (a Go duration; default 4ms): the worst added
+	// latency of the first message, after a quiet period of 64 ms or more,
+	// to a rank that does not wait for it (naps are a sixteenth of the
+	// quiet time so far, from 10µs up to this; a waiter naps at most its
+	// idle strategy's MaxSleep). Each wake-up costs ~40 µs of CPU on a
+	// small VM: 4 ms keeps an idle rank near 1 % of a core.
 	EnvIdleMax = "RDMACTOR_OFI_IDLE_MAX"
+	// EnvWait is how an idle rank waits for its completion queue: poll
+	// (default) opens the CQ without a wait object (FI_WAIT_NONE) and
+	// naps between polls once idle; fd opens it with one (FI_WAIT_UNSPEC)
+	// and blocks in fi_cq_sread, woken by the kernel. fd costs nothing
+	// while idle and wakes at once, but on tcp;ofi_rxm (libfabric 1.17)
+	// a wait object moves the provider to an epoll wait set that slows
+	// every fi_cq_read: 8 B put+signal +1.2 µs one way, 1 MiB streams
+	// -30 % (docs/ofi.md).
+	EnvWait = "RDMACTOR_OFI_WAIT"
 	// EnvDebug, if set to 1, logs fabric selection and target-side signal
 	// errors to stderr.
 	EnvDebug = "RDMACTOR_OFI_DEBUG"
@@ -83,13 +96,14 @@ type config struct {
 	postTimeout time.Duration
 	idleMax     time.Duration
 	spin        time.Duration
+	waitFD      bool // EnvWait=fd: a CQ wait object, fi_cq_sread when idle
 	debug       bool
 	mrBasic     bool
 }
 
 func configFromEnv() (config, error) {
 	c := config{provider: os.Getenv(EnvProvider), iface: os.Getenv(EnvIface), manual: true,
-		postTimeout: 10 * time.Second, idleMax: 100 * time.Microsecond, spin: 20 * time.Microsecond, debug: os.Getenv(EnvDebug) == "1", mrBasic: os.Getenv(EnvMRBasic) == "1"}
+		postTimeout: 10 * time.Second, idleMax: 4 * time.Millisecond, spin: 20 * time.Microsecond, debug: os.Getenv(EnvDebug) == "1", mrBasic: os.Getenv(EnvMRBasic) == "1"}
 	switch v := strings.ToLower(os.Getenv(EnvSignals)); v {
 	case "", "auto":
 		c.autoSignals = true
@@ -106,6 +120,13 @@ func configFromEnv() (config, error) {
 		c.manual = false
 	default:
 		return c, fmt.Errorf("%s=%q: want manual or auto", EnvProgress, v)
+	}
+	switch v := strings.ToLower(os.Getenv(EnvWait)); v {
+	case "", "poll":
+	case "fd":
+		c.waitFD = true
+	default:
+		return c, fmt.Errorf("%s=%q: want poll or fd", EnvWait, v)
 	}
 	for _, d := range []struct {
 		env string

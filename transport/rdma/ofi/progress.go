@@ -32,17 +32,17 @@ import (
 //
 // Waiters come first: Poll and PollWait (rdma.Poller) let gin's and the
 // endpoint's waits read the CQ themselves, and while they do the
-// goroutine stands back (a Go sleep of pollerQuiet, repeated while polls
-// keep coming).
+// goroutine stands back (a Go sleep of pollerQuiet, doubling up to
+// pollerQuietMax while polls keep coming).
 //
 // Pacing: it polls while operations are in flight or right after a post
 // (a manual-progress provider moves data only when polled), and for a
-// short spin after its last activity (EnvSpin); then it blocks in
-// fi_cq_sread on the CQ's wait object, which the kernel wakes when data
-// arrives and a post wakes with fi_cq_signal, or, where the CQ has no wait
-// object (sockets), naps with nanosleep. On a loaded 2-core VM blocking
-// beat spinning by 10x in latency (docs/ofi.md): a spinning progress
-// thread takes the core the peer's reply needs.
+// short spin after its last activity (EnvSpin); then, where the CQ has no
+// wait object (the default, EnvWait), it naps with nanosleep for a
+// sixteenth of its idle time up to EnvIdleMax, or, with one, blocks in
+// fi_cq_sread, which the kernel wakes when data arrives and a post wakes
+// with fi_cq_signal. On a loaded 2-core VM an idle progress thread that
+// spins takes the core the peer's reply needs (docs/ofi.md).
 
 func (p *Provider) run() {
 	runtime.LockOSThread()
@@ -55,8 +55,8 @@ func (p *Provider) run() {
 	ents := make([]cqEntry, cqEntryBatch)
 	lastAct := p.activity.Load()
 	var idleSince time.Time
-	nap := napMin
 	polls := p.polls.Load()
+	quiet := pollerQuiet
 	for empty := 0; !p.stopping.Load(); {
 		if p.waiters.Load() > 0 || p.polls.Load() != polls {
 			// A waiter drives progress (Poll, PollWait): stand back until
@@ -65,11 +65,16 @@ func (p *Provider) run() {
 			// nanosleep syscall keeps it, so the runtime's sysmon would
 			// retake it on every nap (a futex wake-up of another thread,
 			// and sysmon itself waking every 20 µs), which costs the
-			// waiter on a 2-core VM more than the nap saves.
+			// waiter on a 2-core VM more than the nap saves. The sleeps
+			// double while the waiters stay (each wake-up hands the P to
+			// this locked thread and back: context switches that, on a
+			// 2-core VM, delay the spinning waiter or its peer).
 			polls = p.polls.Load()
-			time.Sleep(pollerQuiet)
+			time.Sleep(quiet)
+			quiet = min(2*quiet, pollerQuietMax)
 			continue
 		}
+		quiet = pollerQuiet
 		p.pollMu.Lock() // a waiter in PollWait may hold it: it progresses meanwhile
 		if p.waiters.Load() > 0 || p.polls.Load() != polls {
 			p.pollMu.Unlock()
@@ -78,11 +83,11 @@ func (p *Provider) run() {
 		got := p.poll(ents)
 		p.pollMu.Unlock()
 		if got > 0 {
-			empty, nap = 0, napMin
+			empty = 0
 			continue
 		}
 		if a := p.activity.Load(); a != lastAct || p.inflight.Load() > 0 {
-			lastAct, empty, nap = a, 0, napMin // busy: a manual-progress provider needs polling
+			lastAct, empty = a, 0 // busy: a manual-progress provider needs polling
 			continue
 		}
 		if empty++; empty == 1 {
@@ -97,9 +102,17 @@ func (p *Provider) run() {
 			empty = 0
 			continue
 		}
-		napFor(nap)
-		nap = min(2*nap, p.env.idleMax)
+		napFor(idleNap(time.Since(idleSince), p.env.idleMax))
 	}
+}
+
+// idleNap is how long a poller that found nothing for idle naps before it
+// polls again, where the CQ has no wait object: a sixteenth of the idle
+// time, from napMin up to most. So a message that ends a quiet period is
+// seen at most 1/16 (6 %) of that period late, or most, whichever is less,
+// and a process waiting for nothing wakes about 1/most times a second.
+func idleNap(idle, most time.Duration) time.Duration {
+	return min(max(idle/16, napMin), most)
 }
 
 // block waits in fi_cq_sread until a completion arrives, a post wakes it
@@ -118,12 +131,32 @@ func (p *Provider) block(ents []cqEntry, lastAct uint64) {
 	}
 }
 
+// busy records that something happened now (a completion, a signal, data
+// moved, a post): PollWait naps only once nothing has for waiterSpin.
+func (p *Provider) busy() {
+	p.busyAt.Store(time.Since(p.epoch).Nanoseconds())
+}
+
+// Where the CQ has no wait object, a waiter's PollWait yields the core and
+// polls on for waiterSpin after the provider's last activity, then naps
+// (idleNap); two reads of the CQ in a row that each took longer than
+// busyPoll moved data (an empty fi_cq_read takes about 1 µs on tcp and
+// sockets, one that places a 64 KiB write several; a single slow one is
+// as likely the first after a nap, ofi_rxm's connection manager, which
+// runs every 10 ms, or a preemption: counting those, a waiter for nothing
+// kept a third of a core busy).
+const (
+	waiterSpin = time.Millisecond
+	busyPoll   = 4 * time.Microsecond
+)
+
 // active records a post (or another reason to poll). It does not wake a
 // progress goroutine blocked in fi_cq_sread: a small write's completion
 // (or the socket turning writable) wakes it; submit wakes it for writes
 // that need polling to move.
 func (p *Provider) active() {
 	p.activity.Add(1)
+	p.busy()
 }
 
 // wakeup ends a blocking fi_cq_sread of the progress goroutine.
@@ -158,22 +191,32 @@ var _ rdma.Poller = (*Provider)(nil)
 // progress goroutine stand back for pollerQuiet, so one thread per rank
 // reads the CQ, not two. Safe for concurrent use.
 func (p *Provider) Poll() int {
-	if p.stopping.Load() || !p.pollMu.TryLock() {
+	if p.stopping.Load() {
+		return 0
+	}
+	p.schedPoint()
+	if !p.pollMu.TryLock() {
 		return 0
 	}
 	defer p.pollMu.Unlock()
 	p.polls.Add(1)
-	return p.poll(p.pollBuf())
+	n := p.poll(p.pollBuf())
+	if n > 0 {
+		p.busy()
+	}
+	return n
 }
 
 // PollWait is Poll that, when nothing was ready, waits for up to d
-// (rdma.Poller): where the CQ has a wait object it blocks in fi_cq_sread(3)
-// for d rounded up to whole milliseconds (the call's unit), woken by the
-// kernel when data arrives, by a post that needs polling, or by another
-// PollWait caller. Where it has none (sockets), or signals tick counters
-// rather than the CQ, it yields the processor (sched_yield(2)) and
-// returns: a waiter there polls, as sockets needs to move data, and costs
-// a core it gives to any other runnable thread. It returns at once, after
+// (rdma.Poller): where the CQ has a wait object (RDMACTOR_OFI_WAIT=fd) it
+// blocks in fi_cq_sread(3) for d rounded up to whole milliseconds (the
+// call's unit), woken by the kernel when data arrives, by a post that
+// needs polling, or by another PollWait caller. Where it has none (the
+// default, and sockets), or signals tick counters rather than the CQ, it
+// yields the processor (sched_yield(2)) and returns while the provider was
+// active in the last waiterSpin, and otherwise naps idleNap(idle, d): a
+// waiter there polls on, as a manual-progress target must for a stream's
+// data to move, and costs little once nothing happens. It returns at once, after
 // one poll, while writes of this rank are in flight: a manual-progress
 // provider moves them only while polled. Unlike Poll it
 // waits for the CQ when the progress goroutine holds it (waking it from
@@ -182,6 +225,7 @@ func (p *Provider) PollWait(d time.Duration) int {
 	if p.stopping.Load() {
 		return 0
 	}
+	p.schedPoint()
 	// Take the CQ from whoever reads it, waking them if they block.
 	p.waiters.Add(1)
 	p.wakeup()
@@ -189,27 +233,69 @@ func (p *Provider) PollWait(d time.Duration) int {
 	p.waiters.Add(-1)
 	p.polls.Add(1)
 	ents := p.pollBuf()
-	if n := p.poll(ents); n > 0 || p.inflight.Load() > 0 || p.stopping.Load() {
+	t0 := time.Now()
+	n := p.poll(ents)
+	long := time.Since(t0) > busyPoll
+	if n > 0 || long && p.longPoll {
+		p.busy()
+	}
+	p.longPoll = long
+	if n > 0 || p.inflight.Load() > 0 || p.stopping.Load() {
 		p.pollMu.Unlock()
 		return n
 	}
 	if !p.f.waitable || p.strat == counter {
-		// No wait object to block in: give the core to whoever else is
-		// runnable, and come back polling. No nap: sockets moves incoming
-		// data only while the target reads its CQ, and the writes of a
-		// stream leave no CQ entry there, so a waiter cannot tell that
-		// data flows; naps of 10-100 µs held a 64 KiB stream to 160 MB/s
-		// (2000 with this yield, docs/ofi.md).
+		// No wait object to block in: poll on, and once nothing has
+		// happened for a while, nap. The writes of a stream leave no CQ
+		// entry at the target, yet move only while it reads its CQ
+		// (sockets, tcp;ofi_rxm): a read that took longer than busyPoll
+		// moved data, and counts as activity, so the target of a stream
+		// keeps polling (naps of 10-100 µs held a 64 KiB stream on
+		// sockets to 160 MB/s).
 		p.pollMu.Unlock()
-		schedYield()
+		// A slow read is confirmed by the next one before it counts: no
+		// nap in between (the first read after a nap is slow as well).
+		if idle := time.Duration(time.Since(p.epoch).Nanoseconds() - p.busyAt.Load()); idle < waiterSpin || long {
+			schedYield()
+		} else {
+			napFor(idleNap(idle, d))
+		}
 		return 0
 	}
 	defer p.pollMu.Unlock()
 	ms := max(1, int((d+time.Millisecond-1)/time.Millisecond))
-	n := p.blockCQ(ents, ms)
+	n = p.blockCQ(ents, ms)
 	p.polls.Add(1)
 	return n
 }
+
+// schedPoint passes the calling goroutine through the Go scheduler
+// (runtime.Gosched) once every schedEvery Poll and PollWait calls.
+//
+// Why: a waiter that spins on Poll spends nearly all its time in cgo calls
+// and never reschedules, so the runtime's sysmon sees one time slice of its
+// P run past 10 ms (forcePreemptNS), cannot preempt a goroutine in C, and
+// takes the P away instead (retake in runtime/proc.go, Go 1.26). The
+// goroutine comes back on the other P, whose slice looks just as old, and
+// is retaken again on sysmon's next tick: a storm of P hand-offs, thread
+// wake-ups and sysmon runs at 20 µs intervals, 6 000-9 000 context switches
+// a second per rank where raw libfabric has 1 500. On a 2-core VM each one
+// takes the core of a spinning rank; the 8 B ping-pong lost 2-3 µs per
+// one-way trip to them (a loop of the same fi_cq_read calls made from Go
+// was 9.2 µs against 5.9 µs from C, and 6.2 µs with this). A Gosched every
+// ~1 ms starts a new slice at the cost of one thread wake-up.
+func (p *Provider) schedPoint() {
+	if p.spins.Add(1)%schedEvery == 0 {
+		runtime.Gosched()
+	}
+}
+
+// schedEvery is how many Poll and PollWait calls pass between two
+// schedPoint yields: about 1-2 ms of polling at the ~1 µs an empty
+// fi_cq_read takes on tcp (well inside sysmon's 10 ms), and rare enough
+// that the thread wake-up each Gosched causes costs less than it saves
+// (every 512 calls measured worse, every 2048 better than none).
+const schedEvery = 2048
 
 // schedYield gives the core to another runnable thread (sched_yield(2)),
 // unlike runtime.Gosched, which keeps it busy with this process's
@@ -251,8 +337,15 @@ func (p *Provider) blockCQ(ents []cqEntry, ms int) int {
 }
 
 // pollerQuiet is how long the progress goroutine stays back once it saw a
-// Poll or PollWait: until none came for that long.
-const pollerQuiet = time.Millisecond
+// Poll or PollWait: until none came for that long. While they keep coming
+// it sleeps longer, doubling up to pollerQuietMax, which is so the longest
+// a write posted just as its waiters leave can sit unprogressed (tcp hands
+// a write's bytes to the socket inside fi_writemsg as far as they fit; the
+// rest, and a target's placement, move when the CQ is read).
+const (
+	pollerQuiet    = time.Millisecond
+	pollerQuietMax = 16 * time.Millisecond
+)
 
 // poll reads one batch of completions and the counters; it returns how
 // much it handled.

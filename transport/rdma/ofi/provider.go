@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/rdmactor/rdmactor/transport/rdma"
@@ -62,8 +63,12 @@ type Provider struct {
 	internal  sync.Map      // *ctx -> *internalOp
 	dec       decoder       // under pollMu
 	pollMu    sync.Mutex    // one reader of the CQ at a time: the progress goroutine or Poll
+	spins     atomic.Uint64 // Poll and PollWait calls, for schedPoint
+	epoch     time.Time     // Open's time: busyAt's origin (monotonic)
+	busyAt    atomic.Int64  // ns after epoch of the last activity (busy)
 	polls     atomic.Uint64 // Poll and PollWait calls: the progress goroutine stands back while they come
 	waiters   atomic.Int32  // PollWait callers waiting for pollMu
+	longPoll  bool          // PollWait's last CQ read took over busyPoll; guarded by pollMu
 	pollEnts  []cqEntry     // Poll's buffer, under pollMu
 
 	// counter strategy
@@ -136,7 +141,7 @@ func Open(cfg rdma.Config) (rdma.Provider, error) {
 	}
 	p := &Provider{cfg: cfg, env: env, it: *it, strat: strat, mrm: mrModesOf(it.mrMode), qk: quirksOf(it.prov),
 		done: make(chan struct{}), imports: map[*remoteRegion]struct{}{},
-		peers: make([]peerState, cfg.Size)}
+		peers: make([]peerState, cfg.Size), epoch: time.Now()}
 	p.it.c = nil
 	if strat == cqdata && cfg.Size-1 > maxSender {
 		list.free()
@@ -144,7 +149,7 @@ func Open(cfg rdma.Config) (rdma.Provider, error) {
 	}
 	dup := dupInfo(it)
 	list.free()
-	if err := p.f.open(dup, defaultCQEntries, !p.qk.spinOnly); err != nil {
+	if err := p.f.open(dup, defaultCQEntries, env.waitFD && !p.qk.spinOnly); err != nil {
 		p.f.close()
 		return nil, fmt.Errorf("ofi: open %s on %s: %w", p.it.prov, p.it.domain, err)
 	}
