@@ -438,7 +438,9 @@ func llRound(t *testing.T, c gpuCase, rs []*rank, round int) {
 	n, H, K, E := 2, c.H, c.K, c.E
 	L := E / n
 	in := roundInputs(c, c.LLT, round)
-	eachRank(t, rs, func(r int, rk *rank) error { return rk.prepare(in[r], H, round%2 == 1) })
+	// Ranks alternate copy-in and zero-copy out of step: a rank waits for a
+	// source's llReady only in the rounds that source staged.
+	eachRank(t, rs, func(r int, rk *rank) error { return rk.prepare(in[r], H, (round+r)%2 == 1) })
 	eachRank(t, rs, func(r int, rk *rank) error { return rk.gc.Barrier(ctx) })
 	eachRank(t, rs, func(r int, rk *rank) error {
 		h := rk.h

@@ -40,11 +40,15 @@ type Handle struct {
 	err     error // what broke the handle
 	round   uint64
 	llRound uint64
-	tokens  int // of the last Dispatch
-	llTok   int // of the last DispatchLL
-	recv    *Recv
-	recvLL  *RecvLL
-	trace   *cuda.Event
+	// llStaged counts the low-latency rounds whose rows the kernel staged
+	// (FP8, or x not Input): receivers wait for llReady only in those
+	// (kernels.cu: llNeed).
+	llStaged uint64
+	tokens   int // of the last Dispatch
+	llTok    int // of the last DispatchLL
+	recv     *Recv
+	recvLL   *RecvLL
+	trace    *cuda.Event
 }
 
 type phase uint8

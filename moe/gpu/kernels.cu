@@ -23,13 +23,14 @@
 //                   ready (one signal each), waits for theirs, then sums each
 //                   token's rows in float32, pulling the remote ones through
 //                   the LSA mapping, and rounds once to bf16.
-//   moe_ll_dispatch low latency: each rank puts its routing and its pairs per
-//                   expert to every rank and stages its rows (FP8 e4m3 with
-//                   per-128-channel scales, or bf16 as they are); every
-//                   block adds to one llReady signal per rank; then each
-//                   rank pulls every token routed to it once and stores it
-//                   into the slot of each local expert it chose (slots in
-//                   token order, computed alike at both ends).
+//   moe_ll_dispatch low latency: each rank writes its routing (each pair's
+//                   expert and slot, in token order) and its pairs per
+//                   expert to every rank as route words that carry the
+//                   round (no fence, no signal), and stages its rows (FP8
+//                   e4m3 with per-128-channel scales, or bf16 as they are;
+//                   one llReady signal per rank when it staged any); then
+//                   each rank pulls every token routed to it once and
+//                   stores it into the slot of each local expert it chose.
 //   moe_ll_combine  as moe_combine, pulling each (token, k) row from its
 //                   expert's slot.
 //
@@ -698,9 +699,9 @@ __device__ void quantize(const Args& a, const u16* x, u8* slot) {
 
 // Low-latency slots are in token order at every expert: the slot of pair
 // (t, k) of a source is the number of that source's pairs before it (in
-// t*K+k order) routed to the same expert. The source and the expert's rank
-// compute it alike from the same routing, so they agree without talking.
-// A block takes a contiguous token range: slotPrefix counts the pairs
+// t*K+k order) routed to the same expert. The source computes it, keeps it
+// for CombineLL and sends it to the expert's rank with the routing (entry
+// words). A block takes a contiguous token range: slotPrefix counts the pairs
 // before it per expert of [lo, lo+cnt) into hist (shared, cnt words), then
 // batches of up to 32 tokens get their slots in parallel (batchSlots, a
 // warp per token) and are added to hist (batchCount).
@@ -738,13 +739,51 @@ __device__ __forceinline__ void batchCount(const int* sRoute, int nb, int K, int
   }
 }
 
-// llRoute returns source s's routing in this rank's window: T, then
-// [T][K] expert ids from 16 bytes on, then at llPairs its pairs per expert
-// ([E] u32, from 16 + 4*MaxLLTokens*K bytes on; plan.go: llRoute).
-__device__ __forceinline__ int* llRoute(const Args& a, int s) {
-  return reinterpret_cast<int*>(local(a) + a.offLLRoute + (u64)s * a.routeB);
+// llRoute returns source s's route words in this rank's window (plan.go:
+// llRoute), 8 bytes each: T, then the llReady value to wait for (llNeed),
+// then [T][K] expert ids from word llEntry on, then its pairs per expert
+// ([E], from word llPairs on).
+__device__ __forceinline__ const u64* llRoute(const Args& a, int s) {
+  return reinterpret_cast<const u64*>(local(a) + a.offLLRoute + (u64)s * a.routeB);
 }
-__device__ __forceinline__ u64 llPairs(const Args& a) { return 16 + 4 * a.maxLL * a.topk; }
+enum { llT = 0, llNeed = 1, llEntry = 2 };
+__device__ __forceinline__ u64 llPairs(const Args& a) { return llEntry + a.maxLL * a.topk; }
+
+// Route words carry their round: the routing block writes each value with
+// one 8-byte store, the value in the low half and the round's low 32 bits
+// (the flag) in the high half, so a reader that sees this round's flag
+// sees this round's value, and the routing needs neither a fence nor a
+// signal (NCCL's LL protocol). A system-scope release before a signal
+// cost 1.1 us of the low-latency dispatch (docs/moe_gpu.md).
+__device__ __forceinline__ void llPut(u64* p, u32 v, u64 round) {
+  asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"((u64)v | round << 32) : "memory");
+}
+
+// An entry word is a pair's expert and its slot there, as the source
+// computed it for CombineLL (receivers need no pass over the routing before
+// their tokens): e+1 in the low 13 bits (0: dropped or not an expert id),
+// slot+1 above them (0: past MaxLLTokens, ErrSlotOverflow). Config bounds
+// NumExperts to 4096 and MaxLLTokens to 65536.
+__device__ __forceinline__ u32 llEntryWord(int e, int slot) { return (u32)(e + 1) | (u32)(slot + 1) << 13; }
+__device__ __forceinline__ int llEntryExpert(u32 v) { return (int)(v & 0x1fff) - 1; }
+__device__ __forceinline__ int llEntrySlot(u32 v) { return (int)(v >> 13) - 1; }
+
+// llWord waits until route word p carries round's flag and returns its
+// value; if the host aborts first, it records ErrAborted and returns dflt.
+__device__ u32 llWord(const Args& a, const Gin& gin, const u64* p, u64 round, u32 dflt) {
+  u64 v;
+  for (u32 i = 0;; i++) {
+    asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    if ((u32)(v >> 32) == (u32)round) return (u32)v;
+    if ((i & 255) == 255) {
+      if (gin.aborted()) {
+        fail(a, ErrAborted, 0);
+        return dflt;
+      }
+      __nanosleep(128);
+    }
+  }
+}
 
 // blockSignal: every thread of the block is done writing; thread r adds
 // value to signal sig at rank r, for every rank. No fence of its own: the
@@ -797,24 +836,30 @@ __device__ __forceinline__ void pullRows(int nb, int V, const uint4* const* src,
 // grid G on every rank (New agrees on it). Dynamic shared memory: E u32
 // (per-expert counts of the slot computations).
 //
-// Sources stage, receivers pull. The last block (R, the routing block)
-// writes this rank's routing (T and [T][K], a few KiB) and its pairs per
-// expert into every rank's route region; the others (the workers) stage
-// its rows (FP8 slots; bf16 rows copied into Input unless x is Input).
-// llReady[me] reaches G per round at every rank once everything is there
-// (each block adds 1 when rows are staged, else R adds G). Each rank waits
-// for every source's G; R copies the counts, and the workers pull: a
-// token's row crosses NVLink once per receiving rank (not once per expert:
-// 4x fewer bytes at top-8 over 2 ranks) and is stored from registers into
-// the slot of each local expert it chose. Every worker takes the same
-// token range of every source, so the NVLink reads are spread over the
-// grid, and R, busy routing first and counting last, pulls nothing.
-// Nobody puts while others poll, and a source's rows stay put until its
-// next dispatch, which comes after its combine, which waits for every
-// rank's outputs, sent after that rank's dispatch returned.
+// Sources stage, receivers pull, and the routing travels as route words
+// that carry the round, read as they land (no fence, no signal). The last
+// block (R, the routing block) writes this rank's T, the llReady value to
+// wait for (llNeed) and its pairs per expert into every rank's route
+// region; the others (the workers) each take a token range, compute its
+// pairs' slots (in token order at every expert: the slot of pair (t, k) is
+// the number of this rank's pairs before it with the same expert) for
+// CombineLL and write them as entry words to every rank, then stage the
+// rows (FP8 slots; bf16 rows copied into Input unless x is Input) and add
+// 1 to llReady[me] at every rank. stagedRounds counts the rounds this rank
+// staged rows in, this one included, so llNeed asks for nothing new when x
+// is Input (its rows were in place before the kernel began). R copies the
+// counts, and the workers pull: a token's row crosses NVLink once per
+// receiving rank (not once per expert: 4x fewer bytes at top-8 over 2
+// ranks) and is stored from registers into the slot of each local expert
+// it chose. Every worker takes the same token range of every source, so
+// the NVLink reads are spread over the grid, and R, busy routing first and
+// counting last, pulls nothing. Nobody puts while others poll, and a
+// source's rows and route words stay put until its next dispatch, which
+// comes after its combine, which waits for every rank's outputs, sent
+// after that rank's dispatch returned.
 extern "C" __global__ void __launch_bounds__(1024, 1)
     moe_ll_dispatch(const __grid_constant__ DevComm comm, const __grid_constant__ Args a, const char* __restrict__ x,
-                    u64 xStride, const int* __restrict__ idx, int T, u64 round) {
+                    u64 xStride, const int* __restrict__ idx, int T, u64 round, u64 stagedRounds) {
   const int n = (int)a.n, me = (int)a.rank, K = (int)a.topk, E = (int)a.experts, L = (int)a.local;
   const int maxLL = (int)a.maxLL;
   // R, the last block, routes; the W others (all of a 1-block grid)
@@ -829,17 +874,17 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
   __shared__ int sRoute[32 * maxTopK];   // a batch's routing
   const bool staged = a.fp8 || x != lb + a.offInput;
 
-  // 1. The routing block R: T, the routing and the pairs per expert into
-  // every rank's route region for this source, from registers (receivers
-  // need no pass to count their rows); with nothing to stage, that is
-  // everything: G at once.
+  // 1. The routing block R: T, the llReady value to wait for and the pairs
+  // per expert into every rank's route words for this source (receivers
+  // need no pass to count their rows).
+  __shared__ u64* sTo[maxRanks];  // this source's route words at every rank
+  if ((int)threadIdx.x < n)
+    sTo[threadIdx.x] = reinterpret_cast<u64*>(peerAt(comm, a, world, threadIdx.x, a.offLLRoute + (u64)me * a.routeB));
   if (b == R) {
-    __shared__ char* sDst[maxRanks];
     for (int i = threadIdx.x; i < E; i += blockDim.x) hist[i] = 0;
     if ((int)threadIdx.x < n) {
-      char* d = peerAt(comm, a, world, threadIdx.x, a.offLLRoute + (u64)me * a.routeB);
-      *reinterpret_cast<int*>(d) = T;
-      sDst[threadIdx.x] = d;
+      llPut(sTo[threadIdx.x] + llT, (u32)T, round);
+      llPut(sTo[threadIdx.x] + llNeed, (u32)(stagedRounds * W), round);
     }
     __syncthreads();
     for (int i = threadIdx.x; i < T * K; i += blockDim.x) {
@@ -848,32 +893,16 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
         fail(a, ErrBadRouting, (u32)i);
       else if (e >= 0)
         atomicAdd(&hist[e], 1u);
-      for (int r = 0; r < n; r++) reinterpret_cast<int*>(sDst[r] + 16)[i] = e;
     }
     __syncthreads();
     for (int i = threadIdx.x; i < n * E; i += blockDim.x) {
       const int r = i / E, e = i - r * E;
-      reinterpret_cast<u32*>(sDst[r] + llPairs(a))[e] = hist[e];
+      llPut(sTo[r] + llPairs(a) + e, hist[e], round);
     }
-    if (!staged) blockSignal(a, gin, world, sigLLReady(a, me), (u64)G);
   }
-  // 2. Stage the rows the receivers pull (workers: FP8 slots, or bf16 rows
-  // into Input); each block then adds 1.
-  if (staged) {
-    if (worker) {
-      if (a.fp8)
-        for (int t = b; t < T; t += W)
-          quantize(a, reinterpret_cast<const u16*>(x + (u64)t * xStride),
-                   reinterpret_cast<u8*>(lb + a.offLLStage + (u64)t * a.slotB));
-      else
-        for (int t = b; t < T; t += W)
-          blockCopy(lb + a.offInput + (u64)t * a.rs, x + (u64)t * xStride, a.hidden * 2);
-    }
-    blockSignal(a, gin, world, sigLLReady(a, me), 1);
-  }
-
-  // 3. This rank's own slots, for CombineLL (while the signals fly): a
-  // token range per worker.
+  // 2. This rank's own slots, for CombineLL, and its entry words at every
+  // rank (receivers read their pairs' slots from them): a token range per
+  // worker.
   if (worker) {
     const int t0 = (int)((i64)T * b / W), t1 = (int)((i64)T * (b + 1) / W);
     slotPrefix(idx, t0, K, 0, E, hist);
@@ -888,7 +917,11 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
           fail(a, ErrSlotOverflow, (u32)rel);
           slot = -1;
         }
-        if (lane() < K) a.llSlotOf[(c0 + warp()) * K + lane()] = slot;
+        if (lane() < K) {
+          const int q = (c0 + warp()) * K + lane();
+          a.llSlotOf[q] = slot;
+          for (int r = 0; r < n; r++) llPut(sTo[r] + llEntry + q, llEntryWord(rel, slot), round);
+        }
       }
       __syncthreads();
       batchCount(sRoute, nb, K, 0, E, hist);
@@ -896,75 +929,76 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
     }
   }
 
-  // 4. Every source staged.
-  if (!waitAll(a, gin, [&](int s) { return sigLLReady(a, s); }, -1, round * (u64)G)) return;
-  if (b == R) {  // rows per (local expert, source): the sources' counts came with their routing
+  // 3. Stage the rows the receivers pull (workers: FP8 slots, or bf16 rows
+  // into Input); each worker then adds 1 to llReady.
+  if (staged && worker) {
+    if (a.fp8)
+      for (int t = b; t < T; t += W)
+        quantize(a, reinterpret_cast<const u16*>(x + (u64)t * xStride),
+                 reinterpret_cast<u8*>(lb + a.offLLStage + (u64)t * a.slotB));
+    else
+      for (int t = b; t < T; t += W)
+        blockCopy(lb + a.offInput + (u64)t * a.rs, x + (u64)t * xStride, a.hidden * 2);
+    blockSignal(a, gin, world, sigLLReady(a, me), 1);
+  }
+
+  // 4. Rows per (local expert, source), from the sources' pairs per
+  // expert; every worker that pulls reads the sources' T and waits until
+  // those that staged rows this round did (llNeed: a source signals
+  // llReady only then).
+  const int t0 = (int)((i64)maxLL * b / W), t1 = (int)((i64)maxLL * (b + 1) / W);
+  if (b == R) {
     u32* cnt = reinterpret_cast<u32*>(lb + a.offLLCount);
     for (int le = threadIdx.x; le < L; le += blockDim.x) {
       u32 tot = 0;
       for (int s = 0; s < n; s++) {
-        const u32 c = min((u32)maxLL, reinterpret_cast<const u32*>(reinterpret_cast<const char*>(llRoute(a, s)) +
-                                                                   llPairs(a))[me * L + le]);
+        const u32 c = min((u32)maxLL, llWord(a, gin, llRoute(a, s) + llPairs(a) + me * L + le, round, 0));
         cnt[le * n + s] = c;
         tot += c;
       }
       a.llTokPerExpert[le] = (int)tot;
     }
   }
+  if (!worker || t0 >= t1) return;
+  __shared__ int sT[maxRanks];
+  __shared__ u32 sNeed[maxRanks];
+  if ((int)threadIdx.x < n) {
+    sT[threadIdx.x] = (int)min((u32)maxLL, llWord(a, gin, llRoute(a, threadIdx.x) + llT, round, 0));
+    sNeed[threadIdx.x] = llWord(a, gin, llRoute(a, threadIdx.x) + llNeed, round, 0);
+  }
+  __syncthreads();
+  for (int s = 0; s < n; s++)
+    if (!gin.waitSignal(CoopBlock{}, sigLLReady(a, s), sNeed[s], 32)) {
+      if (threadIdx.x == 0) fail(a, ErrAborted, sigLLReady(a, s));
+      return;
+    }
 
   // 5. Pull. Worker b takes tokens [t0, t1) of every source, C of each at a
-  // time (a chunk: a warp per (source, token) finds the pair's slots, then
-  // the block copies each row once, 16 bytes a thread, into every local
-  // slot it goes to). hist is [n][L]: each source's pairs before the chunk
-  // per local expert; sRoute is [n][C][K]: the chunk's routing. The first
-  // pass reads the prefix, the first chunk and the sources' T at once.
-  const int t0 = (int)((i64)maxLL * b / W), t1 = (int)((i64)maxLL * (b + 1) / W);
-  if (!worker || t0 >= t1) return;
+  // time (a chunk: a warp per (source, token) reads the pairs' entry words,
+  // then the block copies each row once, 16 bytes a thread, into every
+  // local slot it goes to).
   const int C = max(1, 32 / n), lo = me * L;
   const int V = (int)(a.slotB / 16);  // 16-byte vectors of a row (a bf16 slot is rs bytes)
   const u64 srcOff = a.fp8 ? a.offLLStage : a.offInput, srcStride = a.fp8 ? a.slotB : a.rs;
   u32* srcOf = reinterpret_cast<u32*>(lb + a.offLLSrc);
-  __shared__ int sT[maxRanks];
   __shared__ u16 sLe[32][maxTopK];
   __shared__ int sSlot[32][maxTopK];
   __shared__ int sN[32];
   __shared__ const uint4* sSrc[32];
-  __syncthreads();  // hist free
-  for (int i = threadIdx.x; i < n * L; i += blockDim.x) hist[i] = 0;
-  __syncthreads();
-  int c1 = min(t1, t0 + C);
-  {
-    const int per = c1 * K, pre = t0 * K;
-    if ((int)threadIdx.x < n) sT[threadIdx.x] = min(maxLL, max(0, llRoute(a, threadIdx.x)[0]));
-    for (int i = threadIdx.x; i < n * per; i += blockDim.x) {
-      const int s = i / per, q = i - s * per;
-      const int e = llRoute(a, s)[4 + q];
-      if (q >= pre)
-        sRoute[s * C * K + q - pre] = e;
-      else if (e >= lo && e < lo + L)
-        atomicAdd(&hist[s * L + e - lo], 1u);
-    }
-  }
-  __syncthreads();
-  for (int c0 = t0; c0 < t1; c0 = c1, c1 = min(t1, c0 + C)) {
+  for (int c0 = t0, c1 = min(t1, t0 + C); c0 < t1; c0 = c1, c1 = min(t1, c0 + C)) {
     const int w = c1 - c0, nb = n * w;  // tokens of each source, pairs
-    if (c0 > t0) {  // the last chunk into hist, this one into sRoute
-      for (int i = threadIdx.x; i < n * C * K; i += blockDim.x) {  // it was a whole chunk
-        const int e = sRoute[i];
-        if (e >= lo && e < lo + L) atomicAdd(&hist[i / (C * K) * L + e - lo], 1u);
-      }
-      __syncthreads();
-      for (int i = threadIdx.x; i < n * w * K; i += blockDim.x) {
-        const int s = i / (w * K), q = i - s * w * K;
-        sRoute[s * C * K + q] = llRoute(a, s)[4 + c0 * K + q];
-      }
-      __syncthreads();
-    }
     if (warp() < nb) {
-      const int s = warp() / w, j = warp() - s * w, t = c0 + j;
+      const int s = warp() / w, t = c0 + warp() - s * w;
       int le = -1, slot = -1;
-      if (t < sT[s]) slot = batchSlots(sRoute + s * C * K, j, K, lo, L, hist + s * L, &le);
-      const bool ok = le >= 0 && slot < maxLL;
+      if (t < sT[s] && lane() < K) {  // words past the source's T are not this round's
+        const u32 v = llWord(a, gin, llRoute(a, s) + llEntry + t * K + lane(), round, 0);
+        const int e = llEntryExpert(v);
+        if (e >= lo && e < lo + L) {
+          le = e - lo;
+          slot = llEntrySlot(v);
+        }
+      }
+      const bool ok = le >= 0 && slot >= 0 && slot < maxLL;
       if (le >= 0 && !ok) fail(a, ErrSlotOverflow, (u32)(lo + le));
       const u32 bits = __ballot_sync(0xffffffffu, ok);
       if (ok) {
@@ -993,8 +1027,8 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
 // every other's, then out[t] = bf16(sum over k of w[t][k] * row(t, k)) in
 // float32, row (t, k) loaded from slot llSlotOf[t][k] of its expert's rank
 // through the LSA mapping. The expert's rank writes the slots of a source
-// again only after that source's next llReady signal, which its next
-// dispatch sends, queued after this combine.
+// again only after it read that source's next route words, which its next
+// dispatch writes, queued after this combine.
 extern "C" __global__ void __launch_bounds__(1024, 1)
     moe_ll_combine(const __grid_constant__ DevComm comm, const __grid_constant__ Args a, const float* __restrict__ wts,
                    int T, u64 round, u16* out) {
@@ -1003,7 +1037,7 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
   Gin gin(comm, 0);
   Team world = teamWorld(comm);
   const char* lb = local(a);
-  const int* route = llRoute(a, me) + 4;  // the routing of the dispatch
+  const u64* route = llRoute(a, me) + llEntry;  // the routing of the dispatch (its own route words)
   if (blockIdx.x == 0 && threadIdx.x < n && (int)threadIdx.x != me)
     gin.signal(world, threadIdx.x, SignalAdd{sigLLComb(a, me), 1}, CoopThread{});
   if (!waitAll(a, gin, [&](int s) { return sigLLComb(a, s); }, me, round)) return;
@@ -1017,7 +1051,7 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
       const int k = lane();
       const u16* src = nullptr;
       float w = 0.f;
-      const int e = route[t * K + k];
+      const int e = llEntryExpert((u32)route[t * K + k]);
       if (e >= 0 && e < (int)a.experts) {
         w = wts[t * K + k];
         const int slot = a.llSlotOf[t * K + k], r = e / L;

@@ -45,12 +45,14 @@ type RecvLL struct {
 // for CombineLL. Collective.
 //
 // One kernel, the sources staging and the receivers pulling: each rank
-// writes its routing and its pairs per expert into every rank's window and
-// stages its rows (FP8: quantized; bf16: Input as it is), each block then
-// adding to llReady at every rank;
-// each rank waits for every source's signal and pulls each token routed
-// to it once (over NVLink, through the LSA mapping), storing it into the
-// slot of every local expert the token chose. Slots are in token order
+// writes its routing and its pairs per expert into every rank's window as
+// words that carry the round (read as they land: no fence, no signal) and
+// stages its rows (FP8: quantized; bf16: Input as it is, or x copied into
+// it), signalling llReady at every rank when it staged any; each rank
+// reads every source's routing, waits for the sources that staged, and
+// pulls each token routed to it once (over NVLink, through the LSA
+// mapping), storing it into the slot of every local expert the token
+// chose. Slots are in token order
 // (RecvLL.Src ascends within an expert and source); the source computes
 // the same slots for CombineLL from its routing, without a reply. The
 // kernel returns when this rank's slots are filled.
@@ -72,8 +74,11 @@ func (h *Handle) DispatchLL(x, topkIdx cuda.DevicePtr, numTokens int) (*RecvLL, 
 	}
 	h.llRound++
 	src, stride := h.source(x)
+	if h.p.fp8 || src != h.Input() {
+		h.llStaged++
+	}
 	if err := h.launch(kLLDispatch, h.blocks, h.p.llDispShared(), h.g.DevComm(), h.args, src, stride, topkIdx,
-		int32(numTokens), h.llRound); err != nil {
+		int32(numTokens), h.llRound, h.llStaged); err != nil {
 		return nil, err
 	}
 	h.llTok = numTokens

@@ -355,38 +355,36 @@ func TestModelLowLatency(t *testing.T) {
 					W := max(G-1, 1) // the workers: all blocks but the routing one
 					clear(slots)
 					clear(src)
-					// Each source's own slots (step 3), by blocks.
+					// Each source's own slots (step 2), by blocks, and the
+					// entry words it writes to every rank.
 					slotOf := make([][]int, n)
+					words := make([][]uint32, n)
 					for s := range n {
 						slotOf[s] = llSlotsModel(in[s].idx, in[s].T, K, 0, E, W)
 						require.Equal(t, llSlotsWant(in[s].idx, K), slotOf[s], "source %d: slots in token order", s)
+						for i, e := range in[s].idx {
+							words[s] = append(words[s], llEntryWord(int(e), slotOf[s][i]))
+						}
 					}
 					// Receivers (step 5): each worker takes the same token range
-					// of every source, C tokens of each at a time, from its
-					// prefix; tokens past a source's T hold stale routing and
-					// are skipped.
+					// of every source, C tokens of each at a time, and reads its
+					// pairs' experts and slots from the entry words; tokens past
+					// a source's T have no words this round and are skipped.
 					C := max(1, 32/n)
 					for me := range n {
 						L := E / n
 						for b := range W {
 							t0, t1 := maxLL*b/W, maxLL*(b+1)/W
-							hist := make([][]int, n)
-							for s := range n {
-								hist[s] = llPrefixModel(in[s].idx, min(t0, in[s].T), K, me*L, L)
-							}
 							for c0 := t0; c0 < t1; c0 += C {
 								for s := range n {
-									nb := min(c0+C, t1, in[s].T) - c0
-									if nb <= 0 {
-										continue
-									}
-									for i, rel := range llBatchModel(in[s].idx, c0, nb, K, me*L, L, hist[s]) {
-										if rel.le < 0 {
+									for i := c0 * K; i < min(c0+C, t1, in[s].T)*K; i++ {
+										e, slot := llEntryExpert(words[s][i]), llEntrySlot(words[s][i])
+										if e < me*L || e >= (me+1)*L {
 											continue
 										}
-										tk, k := c0+i/K, i%K
-										e := me*L + rel.le
-										require.Equal(t, slotOf[s][tk*K+k], rel.slot, "rank %d: the source's slot of (%d, %d)", me, tk, k)
+										tk, k := i/K, i%K
+										require.Equal(t, slotOf[s][tk*K+k], slot, "rank %d: the source's slot of (%d, %d)", me, tk, k)
+										rel := llPair{e - me*L, slot}
 										row := in[s].x[tk*H : (tk+1)*H]
 										var xf []float32
 										if fp8 {
@@ -503,7 +501,13 @@ func llBatchModel(idx []int32, c0, nb, K, lo, cnt int, hist []int) []llPair {
 	return out
 }
 
-// llSlotsModel is moe_ll_dispatch's step 3: W workers, each a token range,
+// llEntryWord, llEntryExpert and llEntrySlot are kernels.cu's: a pair's
+// expert+1 in the low 13 bits, its slot+1 above (0: none).
+func llEntryWord(e, slot int) uint32 { return uint32(e+1) | uint32(slot+1)<<13 }
+func llEntryExpert(v uint32) int     { return int(v&0x1fff) - 1 }
+func llEntrySlot(v uint32) int       { return int(v>>13) - 1 }
+
+// llSlotsModel is moe_ll_dispatch's step 2: W workers, each a token range,
 // its prefix, then batches of 32 tokens.
 func llSlotsModel(idx []int32, T, K, lo, cnt, W int) []int {
 	out := make([]int, T*K)

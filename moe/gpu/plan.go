@@ -20,8 +20,9 @@ import (
 //	            recvMeta [n*MaxTokens][ew]  routing entries of received rows
 //	            recvX    [n*MaxTokens][rs]  received rows (expert outputs in place)
 //	  low lat.: llStage  [MaxLLTokens][slotB] FP8 slots staged (FP8 only)
-//	            llRoute  [n][routeB]         per source: T (int32, 16 bytes), [MaxLLTokens][K] int32 expert ids,
-//	                                          [E] u32 pairs per expert (kernels.cu: llRoute)
+//	            llRoute  [n][routeB]         per source, 8-byte route words (value, round): T, the llReady
+//	                                          value to wait for, [MaxLLTokens][K] expert ids,
+//	                                          [E] pairs per expert (kernels.cu: llRoute)
 //	            llX      [L][n][MaxLLTokens][slotB] received slots
 //	            llSrc    [L][n][MaxLLTokens] u32  t*K+k of each slot at its source
 //	            llCount  [L][n] u32           slots used per (local expert, source)
@@ -67,7 +68,7 @@ func newPlan(cfg Config, n, me int) (plan, error) {
 	p.hdrB = align(8*n+4*p.l, 16)
 	p.groups = (p.h + 127) / 128
 	p.slotB = p.rs
-	p.routeB = align(16+4*p.maxLL*p.k+4*p.e, 16)
+	p.routeB = align(8*(2+p.maxLL*p.k+p.e), 16)
 	if p.fp8 {
 		p.slotB = align(align(p.h, 16)+4*p.groups, 16)
 	}
@@ -119,7 +120,8 @@ func newPlan(cfg Config, n, me int) (plan, error) {
 // Signals, from sig0: cnt[n] data[n] comb[n] llReady[n] llComb[n], one
 // each per source rank. Values: the count, data and combine (outputs
 // ready) signals of source s reach the number of normal rounds begun;
-// llReady[s] (routing and rows staged) and llComb[s] low-latency rounds.
+// llReady[s] the grid's workers times the low-latency rounds in which s
+// staged rows (kernels.cu: llNeed), llComb[s] low-latency rounds.
 func (p *plan) sigCnt(s int) int     { return p.sig0 + s }
 func (p *plan) sigData(s int) int    { return p.sig0 + p.n + s }
 func (p *plan) sigComb(s int) int    { return p.sig0 + 2*p.n + s }

@@ -59,7 +59,7 @@ func TestPlanRegions(t *testing.T) {
 			}
 			if ll > 0 {
 				win = append(win, reg{p.llX, p.l * n * ll * p.slotB}, reg{p.llSrc, p.l * n * ll * 4}, reg{p.llCount, p.l * n * 4},
-					reg{p.llRoute, n * (16 + 4*ll*p.k)})
+					reg{p.llRoute, n * 8 * (2 + ll*p.k + p.e)})
 				if cfg.FP8 {
 					win = append(win, reg{p.llStage, ll * p.slotB}, reg{p.llY, p.l * n * ll * p.rs})
 				} else {
