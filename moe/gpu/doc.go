@@ -47,7 +47,10 @@
 // signals a destination once, after every block's puts to it are fenced
 // (fence.acq_rel.sys, then a completion count in device memory; the last
 // block signals), so the receiver that sees the signal sees every row.
-// Signal values count rounds and never need a reset. Bad routing (expert
+// Signal values count rounds and never need a reset. The low-latency
+// routing (a few KiB) goes without a signal, as 8-byte words of a value and
+// the round (NCCL's LL protocol), which the receivers read as they land.
+// Bad routing (expert
 // ids outside [-1, NumExperts)) in normal mode makes every rank move no
 // rows that round and Sync return a *KernelError matching
 // moe.ErrBadArgument; in low-latency mode the bad pairs are skipped. An
