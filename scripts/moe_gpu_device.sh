@@ -13,7 +13,8 @@
 #   2. test: the package tests (moe/gpu), GPU cases required
 #      (RDMACTOR_REQUIRE_GPU=1): every round checked bit for bit against
 #      package moe's layout and a Go emulation, edge cases included;
-#   3. small: examples/moe_gpu as 2 processes (rdmarun, CUDA IPC) with an
+#   3. small: examples/moe -device gpu (it hands the run to examples/moe_gpu
+#      beside it) as 2 processes (rdmarun, CUDA IPC) with an
 #      odd hidden size, Zipf routing and dropped slots, bf16 and FP8; and
 #      as 2 goroutine ranks;
 #   4. deepep: DeepEP's sizes (hidden 7168, top-8, 256 experts; 128 tokens
@@ -40,7 +41,7 @@ if [ "${1:-}" = "build" ]; then
   rm -rf bin/moe_gpu && mkdir -p bin/moe_gpu
   export CGO_ENABLED=0 GOOS=linux GOARCH=amd64
   go test -c -ldflags='-s -w' -o bin/moe_gpu/gpumoe.test ./moe/gpu
-  go build -ldflags='-s -w' -o bin/moe_gpu/ ./examples/moe_gpu ./cmd/rdmarun
+  go build -ldflags='-s -w' -o bin/moe_gpu/ ./examples/moe ./examples/moe_gpu ./cmd/rdmarun
   tar -C bin/moe_gpu -czf bin/moe_gpu.tar.gz .
   ls -l bin/moe_gpu/ bin/moe_gpu.tar.gz
   echo "carry bin/moe_gpu.tar.gz to the GPU machine and run scripts/moe_gpu_device.sh there"
@@ -66,7 +67,7 @@ logs=$(mktemp -d)
 summary=()
 B=bin/moe_gpu
 
-for b in gpumoe.test moe_gpu rdmarun; do
+for b in gpumoe.test moe moe_gpu rdmarun; do
   [ -x "$B/$b" ] || { echo "$B/$b missing: run 'scripts/moe_gpu_device.sh build' where Go is, and carry bin/moe_gpu.tar.gz"; exit 2; }
 done
 
@@ -95,7 +96,8 @@ if has test; then
   step test 60 "$B/gpumoe.test" -test.v -test.count=1 -test.failfast -test.timeout=55s
 fi
 if has small; then
-  step small-processes 35 "$B/rdmarun" -np 2 -timeout 32s "$B/moe_gpu" -hidden 1001 -tokens 300 -ll-tokens 64 \
+  # through examples/moe -device gpu, which hands the run to moe_gpu beside it
+  step small-processes 35 "$B/rdmarun" -np 2 -timeout 32s "$B/moe" -device gpu -hidden 1001 -tokens 300 -ll-tokens 64 \
     -experts 32 -topk 8 -skew zipf -drop 0.1 -fp8 both -iters 5 -warmup 1 -timeout 30s
   step small-goroutines 35 "$B/moe_gpu" -local 2 -tokens 512 -ll-tokens 128 -fp8 both -iters 5 -warmup 1 -timeout 30s
 fi
