@@ -147,8 +147,10 @@ func TestFlushHonoursDeadline(t *testing.T) {
 	m := newTestManager(t, p, Config{})
 	g, err := m.Group(0, 1)
 	require.NoError(t, err)
-	require.NoError(t, g.Post(-1, write(8), nil, false))
+	// Hold before posting: the endpoint actor, kicked by the doorbell,
+	// could otherwise complete the write first (1-2 runs in 100 failed).
 	p.qps[0].setHold(true)
+	require.NoError(t, g.Post(-1, write(8), nil, false))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
 	start := time.Now()
