@@ -128,9 +128,17 @@ func New(ctx context.Context, g *gpu.Comm, cfg Config) (_ *Handle, err error) {
 			}
 		}
 	}
-	// Every rank reset its signals before any rank's kernel signals them,
-	// and every rank takes the smallest grid (the low-latency dispatch
-	// counts each source's blocks).
+	if err == nil && p.maxLL > 0 {
+		// Route words carry a round from 1 on: memory an earlier handle
+		// left there must not pass for one (kernels.cu: llWord).
+		err = g.Context().Memset(h.win.Ptr()+cuda.DevicePtr(p.llRoute), 0, n*p.routeB)
+		if err == nil {
+			err = g.Context().Synchronize()
+		}
+	}
+	// Every rank reset its signals and route words before any rank's kernel
+	// signals or writes them, and every rank takes the smallest grid (the
+	// low-latency dispatch counts each source's blocks).
 	least, verr := vote(ctx, g.Gin(), err, blocks)
 	if verr != nil {
 		return nil, errors.Join(fmt.Errorf("gpumoe: new: %w", verr), h.release(ctx))
