@@ -701,41 +701,40 @@ __device__ void quantize(const Args& a, const u16* x, u8* slot) {
 // (t, k) of a source is the number of that source's pairs before it (in
 // t*K+k order) routed to the same expert. The source computes it, keeps it
 // for CombineLL and sends it to the expert's rank with the routing (entry
-// words). A block takes a contiguous token range: slotPrefix counts the pairs
-// before it per expert of [lo, lo+cnt) into hist (shared, cnt words), then
-// batches of up to 32 tokens get their slots in parallel (batchSlots, a
-// warp per token) and are added to hist (batchCount).
-__device__ void slotPrefix(const int* route, int t0, int K, int lo, int cnt, u32* hist) {
+// words). A block takes a contiguous token range: slotPrefix counts the
+// pairs before it per expert into hist (shared, E words), then batches of
+// up to 32 tokens get their slots in parallel (batchSlots, a warp per
+// token) and are added to hist (batchCount). Ids outside [0, E) get none.
+__device__ void slotPrefix(const int* route, int t0, int K, int E, u32* hist) {
   __syncthreads();  // hist free
-  for (int i = threadIdx.x; i < cnt; i += blockDim.x) hist[i] = 0;
+  for (int i = threadIdx.x; i < E; i += blockDim.x) hist[i] = 0;
   __syncthreads();
   for (int i = threadIdx.x; i < t0 * K; i += blockDim.x) {
     const int e = route[i];
-    if (e >= lo && e < lo + cnt) atomicAdd(&hist[e - lo], 1u);
+    if (e >= 0 && e < E) atomicAdd(&hist[e], 1u);
   }
   __syncthreads();
 }
 
 // batchSlots: warp j of the batch (tokens t0..t0+nb-1, their routing in
-// sRoute) gives lane k < K its pair's expert minus lo in *rel (-1: not in
-// [lo, lo+cnt)) and its slot (unbounded): hist, plus the batch's pairs
-// before it with the same expert.
-__device__ __forceinline__ int batchSlots(const int* sRoute, int j, int K, int lo, int cnt, const u32* hist, int* rel) {
-  const int e = lane() < K ? sRoute[j * K + lane()] : -1;
-  const bool in = e >= lo && e < lo + cnt;
+// sRoute) gives lane k < K its pair's expert in *e (-1: none) and its slot
+// (unbounded): hist, plus the batch's pairs before it with the same expert.
+__device__ __forceinline__ int batchSlots(const int* sRoute, int j, int K, int E, const u32* hist, int* e) {
+  const int x = lane() < K ? sRoute[j * K + lane()] : -1;
+  const bool in = x >= 0 && x < E;
   int c = 0;
   if (in)
-    for (int q = 0; q < j * K + lane(); q++) c += sRoute[q] == e;
-  *rel = in ? e - lo : -1;
-  return in ? (int)hist[e - lo] + c : -1;
+    for (int q = 0; q < j * K + lane(); q++) c += sRoute[q] == x;
+  *e = in ? x : -1;
+  return in ? (int)hist[x] + c : -1;
 }
 
 // batchCount adds the batch's pairs to hist (whole block; the caller syncs
 // before hist is read again).
-__device__ __forceinline__ void batchCount(const int* sRoute, int nb, int K, int lo, int cnt, u32* hist) {
+__device__ __forceinline__ void batchCount(const int* sRoute, int nb, int K, int E, u32* hist) {
   for (int i = threadIdx.x; i < nb * K; i += blockDim.x) {
     const int e = sRoute[i];
-    if (e >= lo && e < lo + cnt) atomicAdd(&hist[e - lo], 1u);
+    if (e >= 0 && e < E) atomicAdd(&hist[e], 1u);
   }
 }
 
@@ -905,14 +904,14 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
   // worker.
   if (worker) {
     const int t0 = (int)((i64)T * b / W), t1 = (int)((i64)T * (b + 1) / W);
-    slotPrefix(idx, t0, K, 0, E, hist);
+    slotPrefix(idx, t0, K, E, hist);
     for (int c0 = t0; c0 < t1; c0 += 32) {
       const int nb = min(32, t1 - c0);
       for (int i = threadIdx.x; i < nb * K; i += blockDim.x) sRoute[i] = idx[c0 * K + i];
       __syncthreads();
       if (warp() < nb) {
         int rel;
-        int slot = batchSlots(sRoute, warp(), K, 0, E, hist, &rel);
+        int slot = batchSlots(sRoute, warp(), K, E, hist, &rel);
         if (slot >= maxLL) {
           fail(a, ErrSlotOverflow, (u32)rel);
           slot = -1;
@@ -924,7 +923,7 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
         }
       }
       __syncthreads();
-      batchCount(sRoute, nb, K, 0, E, hist);
+      batchCount(sRoute, nb, K, E, hist);
       __syncthreads();
     }
   }

@@ -360,7 +360,7 @@ func TestModelLowLatency(t *testing.T) {
 					slotOf := make([][]int, n)
 					words := make([][]uint32, n)
 					for s := range n {
-						slotOf[s] = llSlotsModel(in[s].idx, in[s].T, K, 0, E, W)
+						slotOf[s] = llSlotsModel(in[s].idx, in[s].T, K, E, W)
 						require.Equal(t, llSlotsWant(in[s].idx, K), slotOf[s], "source %d: slots in token order", s)
 						for i, e := range in[s].idx {
 							words[s] = append(words[s], llEntryWord(int(e), slotOf[s][i]))
@@ -384,7 +384,6 @@ func TestModelLowLatency(t *testing.T) {
 										}
 										tk, k := i/K, i%K
 										require.Equal(t, slotOf[s][tk*K+k], slot, "rank %d: the source's slot of (%d, %d)", me, tk, k)
-										rel := llPair{e - me*L, slot}
 										row := in[s].x[tk*H : (tk+1)*H]
 										var xf []float32
 										if fp8 {
@@ -394,7 +393,7 @@ func TestModelLowLatency(t *testing.T) {
 												xf = append(xf, moe.Float32(v))
 											}
 										}
-										key := slotKey{e, s, rel.slot}
+										key := slotKey{e, s, slot}
 										require.NotContains(t, src, key, "slot written twice")
 										slots[key], src[key] = xf, uint32(tk*K+k)
 									}
@@ -461,28 +460,26 @@ func llSlotsWant(idx []int32, K int) []int {
 	return out
 }
 
-// llPrefixModel is slotPrefix: pairs before token t0 per expert of [lo, lo+cnt).
-func llPrefixModel(idx []int32, t0, K, lo, cnt int) []int {
-	hist := make([]int, cnt)
+// llPrefixModel is slotPrefix: pairs before token t0 per expert of [0, E).
+func llPrefixModel(idx []int32, t0, K, E int) []int {
+	hist := make([]int, E)
 	for _, e := range idx[:t0*K] {
-		if int(e) >= lo && int(e) < lo+cnt {
-			hist[int(e)-lo]++
+		if e >= 0 && int(e) < E {
+			hist[e]++
 		}
 	}
 	return hist
 }
 
-type llPair struct{ le, slot int }
-
 // llBatchModel is batchSlots then batchCount for tokens [c0, c0+nb): each
-// pair's expert minus lo (-1: outside) and slot, hist plus the batch's
-// pairs before it with the same expert; then hist moves past the batch.
-func llBatchModel(idx []int32, c0, nb, K, lo, cnt int, hist []int) []llPair {
+// pair's slot (-1: no expert), hist plus the batch's pairs before it with
+// the same expert; then hist moves past the batch.
+func llBatchModel(idx []int32, c0, nb, K, E int, hist []int) []int {
 	batch := idx[c0*K : (c0+nb)*K]
-	out := make([]llPair, len(batch))
+	out := make([]int, len(batch))
 	for i, e := range batch {
-		out[i] = llPair{-1, -1}
-		if int(e) < lo || int(e) >= lo+cnt {
+		out[i] = -1
+		if e < 0 || int(e) >= E {
 			continue
 		}
 		c := 0
@@ -491,11 +488,11 @@ func llBatchModel(idx []int32, c0, nb, K, lo, cnt int, hist []int) []llPair {
 				c++
 			}
 		}
-		out[i] = llPair{int(e) - lo, hist[int(e)-lo] + c}
+		out[i] = hist[e] + c
 	}
 	for _, e := range batch {
-		if int(e) >= lo && int(e) < lo+cnt {
-			hist[int(e)-lo]++
+		if e >= 0 && int(e) < E {
+			hist[e]++
 		}
 	}
 	return out
@@ -509,15 +506,15 @@ func llEntrySlot(v uint32) int       { return int(v>>13) - 1 }
 
 // llSlotsModel is moe_ll_dispatch's step 2: W workers, each a token range,
 // its prefix, then batches of 32 tokens.
-func llSlotsModel(idx []int32, T, K, lo, cnt, W int) []int {
+func llSlotsModel(idx []int32, T, K, E, W int) []int {
 	out := make([]int, T*K)
 	for b := range W {
 		t0, t1 := T*b/W, T*(b+1)/W
-		hist := llPrefixModel(idx, t0, K, lo, cnt)
+		hist := llPrefixModel(idx, t0, K, E)
 		for c0 := t0; c0 < t1; c0 += 32 {
 			nb := min(32, t1-c0)
-			for i, pr := range llBatchModel(idx, c0, nb, K, lo, cnt, hist) {
-				out[c0*K+i] = pr.slot
+			for i, slot := range llBatchModel(idx, c0, nb, K, E, hist) {
+				out[c0*K+i] = slot
 			}
 		}
 	}
