@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Benchmarks of the ofi provider (docs/ofi.md): rdmactor's 8 B put+signal
-# latency and 64 KiB / 1 MiB put bandwidth over libfabric, against two
+# latency and 64 KiB / 1 MiB put bandwidth over libfabric, against
 # anchors run in the same script, on the same provider:
 #   - fi_pingpong -e rdm (Debian libfabric-bin): 8 B send/recv ping-pong;
 #   - transport/rdma/ofi/bench -mode raw: raw libfabric, fi_writedata
-#     ping-pong and a window of writes, no rdmactor layer.
-# Each round runs the three, one after the other; ROUNDS rounds (default 3)
+#     ping-pong and a window of writes, no rdmactor layer, its loops in C
+#     (spinning on fi_cq_read, and blocking in fi_cq_sread), and the same
+#     loops driven from Go (-loop go: what the Go runtime adds).
+# Each round runs them all, one after the other; ROUNDS rounds (default 3)
 # and the median of all runs is reported, with rdmactor's ratio to each
 # anchor. The machine should be otherwise idle: on a loaded 2-core VM every
 # number (the anchors' too) moves by several times.
@@ -59,18 +61,20 @@ for prov in "${@:-tcp sockets}"; do
       fi
       wait "$spid" || true
     done
-    # raw libfabric, server and client on loopback: polling fi_cq_read,
-    # then blocking in fi_cq_sread (as the ofi provider's progress
-    # goroutine does once idle).
-    sreads="false true"
+    # raw libfabric, server and client on loopback: polling fi_cq_read in
+    # C, the same loops in Go (one cgo call per post and per CQ read), and
+    # blocking in fi_cq_sread (as the ofi provider's progress goroutine
+    # does once idle).
+    runs="c:false go:false"
     # sockets' fi_cq_sread does not progress sends: its bandwidth loop stalls
     # (and the ofi provider never blocks there, it naps: config.go, quirks).
-    [ "$prov" = sockets ] && sreads=false
-    for sread in $sreads; do
+    [ "$prov" = sockets ] || runs="$runs c:true"
+    for run in $runs; do
+      loop=${run%:*} sread=${run#*:}
       port=$((port + 1))
-      "$tmp/bench" -mode raw -role server -prov "$prov" -addr "127.0.0.1:$port" -sread="$sread" -reps "$REPS" -lat-iters "$LAT_ITERS" >/dev/null &
+      "$tmp/bench" -mode raw -role server -prov "$prov" -addr "127.0.0.1:$port" -loop "$loop" -sread="$sread" -reps "$REPS" -lat-iters "$LAT_ITERS" >/dev/null &
       spid=$!
-      "$tmp/bench" -mode raw -role client -prov "$prov" -addr "127.0.0.1:$port" -sread="$sread" -reps "$REPS" -lat-iters "$LAT_ITERS" | tee -a "$res" >&2
+      "$tmp/bench" -mode raw -role client -prov "$prov" -addr "127.0.0.1:$port" -loop "$loop" -sread="$sread" -reps "$REPS" -lat-iters "$LAT_ITERS" | tee -a "$res" >&2
       wait "$spid"
     done
     # rdmactor: two ranks through the launcher, as any ofi job.
@@ -81,22 +85,19 @@ for prov in "${@:-tcp sockets}"; do
   echo
   echo "## $prov ($(grep -m1 -o 'raw libfabric on .*' "$res" | sed 's/raw libfabric on //' || echo "$prov")), median of $((ROUNDS * REPS)) runs each"
   echo
-  echo "| test | fi_pingpong | raw (fi_cq_read) | raw (fi_cq_sread) | rdmactor | rdmactor / raw read | rdmactor / raw sread | rdmactor / fi_pingpong |"
-  echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+  echo "| test | fi_pingpong | raw (C loop) | raw (Go loop) | raw (fi_cq_sread) | rdmactor | rdmactor / raw | rdmactor / raw Go loop | rdmactor / raw sread | rdmactor / fi_pingpong |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
   get() { awk -v m="$1" -v t="$2" -v s="$3" '$1 == "RESULT" && $2 == m && $3 == t && $4 == s {print $5}' "$res" | median; }
-  fp=$(get fi_pingpong latency 8)
-  raw=$(get raw latency 8)
-  rws=$(get raw-sread latency 8)
-  gin=$(get gin latency 8)
-  awk -v fp="$fp" -v raw="$raw" -v rws="$rws" -v gin="$gin" 'BEGIN {
-    printf "| 8 B put+signal latency (µs, half round trip) | %s | %s | %s | %s | %.2f | %s | %.2f |\n", fp, raw, rws, gin, gin / raw, ratio(gin, rws), gin / fp }
-    function ratio(a, b) { return b == "nan" ? "n/a" : sprintf("%.2f", a / b) }'
+  row() { # label test size fi_pingpong-value
+    awk -v label="$1" -v fp="$4" -v raw="$(get raw "$2" "$3")" -v rgo="$(get raw-go "$2" "$3")" \
+      -v rws="$(get raw-sread "$2" "$3")" -v gin="$(get gin "$2" "$3")" 'BEGIN {
+      printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", label, fp, v(raw), v(rgo), v(rws), v(gin),
+        ratio(gin, raw), ratio(gin, rgo), ratio(gin, rws), ratio(gin, fp) }
+      function v(x) { return x == "nan" ? "n/a" : x }
+      function ratio(a, b) { return (b == "" || b == "nan" || a == "nan") ? "" : sprintf("%.2f", a / b) }'
+  }
+  row "8 B put+signal latency (µs, half round trip)" latency 8 "$(get fi_pingpong latency 8)"
   for size in 65536 1048576; do
-    raw=$(get raw bw "$size")
-    rws=$(get raw-sread bw "$size")
-    gin=$(get gin bw "$size")
-    awk -v size="$size" -v raw="$raw" -v rws="$rws" -v gin="$gin" 'BEGIN {
-      printf "| %d KiB put bandwidth (MB/s) | | %s | %s | %s | %.2f | %s | |\n", size / 1024, raw, rws, gin, gin / raw, ratio(gin, rws) }
-      function ratio(a, b) { return b == "nan" ? "n/a" : sprintf("%.2f", a / b) }'
+    row "$((size / 1024)) KiB put bandwidth (MB/s)" bw "$size" ""
   done
 done

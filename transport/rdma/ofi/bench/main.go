@@ -5,6 +5,7 @@
 //
 //	bench -mode raw -role server -addr 127.0.0.1:47700 -prov tcp &
 //	bench -mode raw -role client -addr 127.0.0.1:47700 -prov tcp
+//	bench -mode raw ... -loop go   (the same loops driven from Go)
 //	RDMACTOR_OFI_PROVIDER=tcp rdmarun -np 2 -transport ofi bench -mode gin
 //
 // Both modes run the same tests and print one line per result:
@@ -44,7 +45,7 @@ type params struct {
 	bwBytes                   int // bytes per bandwidth run
 	window, reps              int
 	idle, cpuprofile, label   string
-	sread                     bool
+	sread, goLoop             bool
 }
 
 func main() {
@@ -62,10 +63,18 @@ func main() {
 	flag.IntVar(&p.window, "window", 64, "writes in flight in bandwidth runs")
 	flag.IntVar(&p.reps, "reps", 5, "runs per test (the median is reported)")
 	flag.BoolVar(&p.sread, "sread", false, "raw: block in fi_cq_sread (a CQ wait object) instead of spinning on fi_cq_read")
+	loop := flag.String("loop", "c", "raw: run the ping-pong and bandwidth loops in c, or in go (one cgo call per post and per CQ read: what the Go runtime adds)")
 	flag.StringVar(&p.label, "label", "gin", "gin: the mode's name in RESULT lines")
 	flag.StringVar(&p.cpuprofile, "cpuprofile", "", "gin: write a CPU profile to this file, suffixed .<rank>")
 	flag.StringVar(&p.idle, "idle", "default", "gin: how waits idle: default (idle.Default) or spin (as cmd/rdmabench: 2^20 spins, 2^10 yields, parks of 1-100 µs; on a loaded 2-core VM spinning waiters starve the progress threads)")
 	flag.Parse()
+	switch *loop {
+	case "c":
+	case "go":
+		p.goLoop = true
+	default:
+		fail(fmt.Errorf("-loop %q: want c or go", *loop))
+	}
 	for _, s := range strings.Split(*sizes, ",") {
 		var n int
 		if _, err := fmt.Sscan(s, &n); err != nil || n <= 0 {
@@ -147,6 +156,7 @@ func runRaw(server bool, addr, prov, iface string, p params) error {
 		return err
 	}
 	defer s.close()
+	s.goLoop = p.goLoop
 	if !server {
 		fmt.Printf("# raw libfabric on %s\n", s.prov())
 	}
@@ -188,10 +198,14 @@ func runRaw(server bool, addr, prov, iface string, p params) error {
 }
 
 func rawLabel(p params) string {
-	if p.sread {
-		return "raw-sread"
+	l := "raw"
+	if p.goLoop {
+		l += "-go"
 	}
-	return "raw"
+	if p.sread {
+		l += "-sread"
+	}
+	return l
 }
 
 func runGin(p params) error {

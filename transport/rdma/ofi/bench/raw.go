@@ -182,6 +182,12 @@ static double raw_bw(raw *r, int server, size_t size, int iters, int window) {
 	return (double)size * iters / t;
 }
 
+// The Go loop's calls (rawgo.go), on an opaque pointer.
+int rawgo_poll(void *r) { return raw_poll((raw *)r); }
+int rawgo_write(void *r, size_t len, int data) { return raw_write((raw *)r, 0, len, data); }
+long rawgo_remote(void *r) { return ((raw *)r)->remote; }
+long rawgo_outstanding(void *r) { return ((raw *)r)->outstanding; }
+
 static void raw_close(raw *r) {
 	if (r->mr) fi_close(&r->mr->fid);
 	if (r->ep) fi_close(&r->ep->fid);
@@ -206,7 +212,8 @@ import (
 
 // rawSide is one process of the raw anchor.
 type rawSide struct {
-	r *C.raw
+	r      *C.raw
+	goLoop bool // drive the loops from Go (rawgo.go)
 }
 
 func rawError(what string, ret C.int) error {
@@ -258,6 +265,9 @@ func openRaw(prov, iface string, bufLen int, conn net.Conn, server bool, inject 
 func (s *rawSide) prov() string { return C.GoString(C.raw_prov(s.r)) }
 
 func (s *rawSide) pingpong(server bool, size, iters, warmup int) (time.Duration, error) {
+	if s.goLoop {
+		return s.pingpongGo(server, size, iters, warmup)
+	}
 	us := C.raw_pingpong(s.r, cbool(server), C.size_t(size), C.int(iters), C.int(warmup))
 	if us < 0 {
 		return 0, fmt.Errorf("raw libfabric: ping-pong failed")
@@ -266,6 +276,9 @@ func (s *rawSide) pingpong(server bool, size, iters, warmup int) (time.Duration,
 }
 
 func (s *rawSide) bandwidth(server bool, size, iters, window int) (float64, error) {
+	if s.goLoop {
+		return s.bandwidthGo(server, size, iters, window)
+	}
 	mbs := C.raw_bw(s.r, cbool(server), C.size_t(size), C.int(iters), C.int(window))
 	if mbs < 0 {
 		return 0, fmt.Errorf("raw libfabric: bandwidth run failed")
