@@ -182,11 +182,20 @@ static double raw_bw(raw *r, int server, size_t size, int iters, int window) {
 	return (double)size * iters / t;
 }
 
-// The Go loop's calls (rawgo.go), on an opaque pointer.
-int rawgo_poll(void *r) { return raw_poll((raw *)r); }
-int rawgo_write(void *r, size_t len, int data) { return raw_write((raw *)r, 0, len, data); }
-long rawgo_remote(void *r) { return ((raw *)r)->remote; }
-long rawgo_outstanding(void *r) { return ((raw *)r)->outstanding; }
+// The Go loop's calls (rawgo.go), on an opaque pointer: each returns the
+// counter the loop tests next (remote CQ data entries seen, or local
+// completions outstanding), or a negative libfabric code, so every post
+// and every CQ read is one cgo call.
+static long rawgo_count(raw *r, int remote) { return remote ? r->remote : r->outstanding; }
+long rawgo_counter(void *r, int remote) { return rawgo_count((raw *)r, remote); }
+long rawgo_poll(void *r, int remote) {
+	int p = raw_poll((raw *)r);
+	return p < 0 ? p : rawgo_count((raw *)r, remote);
+}
+long rawgo_write(void *r, size_t len, int data) {
+	int ret = raw_write((raw *)r, 0, len, data);
+	return ret < 0 ? ret : rawgo_count((raw *)r, 0);
+}
 
 static void raw_close(raw *r) {
 	if (r->mr) fi_close(&r->mr->fid);

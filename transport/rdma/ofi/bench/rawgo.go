@@ -11,15 +11,13 @@ package main
 
 /*
 #include <stddef.h>
-int rawgo_poll(void *r);
-int rawgo_write(void *r, size_t len, int data);
-long rawgo_remote(void *r);
-long rawgo_outstanding(void *r);
+long rawgo_counter(void *r, int remote);
+long rawgo_poll(void *r, int remote);
+long rawgo_write(void *r, size_t len, int data);
 */
 import "C"
 
 import (
-	"errors"
 	"runtime"
 	"time"
 	"unsafe"
@@ -32,9 +30,14 @@ import (
 // with).
 const goSchedEvery = 2048
 
-var errRawGo = errors.New("raw libfabric (go loop): a post or CQ read failed")
+// Which counter a call returns (raw.go, rawgo_count).
+const (
+	outstandingCount = 0 // local completions not yet seen
+	remoteCount      = 1 // remote CQ data entries seen
+)
 
-// goPoller counts CQ reads for goSchedEvery.
+// goPoller drives one raw side from Go and counts CQ reads for
+// goSchedEvery.
 type goPoller struct {
 	r     unsafe.Pointer // the C raw struct (C memory)
 	polls int
@@ -42,23 +45,23 @@ type goPoller struct {
 
 func newGoPoller(s *rawSide) *goPoller { return &goPoller{r: unsafe.Pointer(s.r)} }
 
-func (g *goPoller) remote() C.long      { return C.rawgo_remote(g.r) }
-func (g *goPoller) outstanding() C.long { return C.rawgo_outstanding(g.r) }
-
-func (g *goPoller) poll() error {
+// poll reads the CQ once and returns the counter which.
+func (g *goPoller) poll(which C.int) (int64, error) {
 	if g.polls++; g.polls%goSchedEvery == 0 {
 		runtime.Gosched()
 	}
-	if C.rawgo_poll(g.r) < 0 {
-		return errRawGo
+	v := C.rawgo_poll(g.r, which)
+	if v < 0 {
+		return 0, rawError("fi_cq_read (go loop)", C.int(v))
 	}
-	return nil
+	return int64(v), nil
 }
 
 // waitRemote polls until n remote CQ data entries arrived in total.
-func (g *goPoller) waitRemote(n C.long) error {
-	for g.remote() < n {
-		if err := g.poll(); err != nil {
+func (g *goPoller) waitRemote(n int64) error {
+	for v := int64(C.rawgo_counter(g.r, remoteCount)); v < n; {
+		var err error
+		if v, err = g.poll(remoteCount); err != nil {
 			return err
 		}
 	}
@@ -67,42 +70,45 @@ func (g *goPoller) waitRemote(n C.long) error {
 
 // drain polls until every local completion was seen.
 func (g *goPoller) drain() error {
-	for g.outstanding() > 0 {
-		if err := g.poll(); err != nil {
+	for v := int64(C.rawgo_counter(g.r, outstandingCount)); v > 0; {
+		var err error
+		if v, err = g.poll(outstandingCount); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (g *goPoller) write(size int, data bool) error {
-	if C.rawgo_write(g.r, C.size_t(size), cbool(data)) != 0 {
-		return errRawGo
+// write posts one write of size bytes (with remote CQ data if data) and
+// returns the local completions outstanding.
+func (g *goPoller) write(size int, data bool) (int64, error) {
+	v := C.rawgo_write(g.r, C.size_t(size), cbool(data))
+	if v < 0 {
+		return 0, rawError("fi_writemsg (go loop)", C.int(v))
 	}
-	return nil
+	return int64(v), nil
 }
 
 // pingpongGo is raw_pingpong with the loop in Go: the mean one-way time
 // (half a round trip).
 func (s *rawSide) pingpongGo(server bool, size, iters, warmup int) (time.Duration, error) {
 	g := newGoPoller(s)
-	base := g.remote()
+	base := int64(C.rawgo_counter(g.r, remoteCount))
 	var t0 time.Time
 	for i := range warmup + iters {
 		if i == warmup {
 			t0 = time.Now()
 		}
-		want := base + C.long(i) + 1
 		if !server {
-			if err := g.write(size, true); err != nil {
+			if _, err := g.write(size, true); err != nil {
 				return 0, err
 			}
 		}
-		if err := g.waitRemote(want); err != nil {
+		if err := g.waitRemote(base + int64(i) + 1); err != nil {
 			return 0, err
 		}
 		if server {
-			if err := g.write(size, true); err != nil {
+			if _, err := g.write(size, true); err != nil {
 				return 0, err
 			}
 		}
@@ -115,24 +121,27 @@ func (s *rawSide) pingpongGo(server bool, size, iters, warmup int) (time.Duratio
 // the server's answer.
 func (s *rawSide) bandwidthGo(server bool, size, iters, window int) (float64, error) {
 	g := newGoPoller(s)
-	base := g.remote()
+	base := int64(C.rawgo_counter(g.r, remoteCount))
 	if server {
 		if err := g.waitRemote(base + 1); err != nil {
 			return 0, err
 		}
-		if err := g.write(0, true); err != nil {
+		if _, err := g.write(0, true); err != nil {
 			return 0, err
 		}
 		return 0, g.drain()
 	}
 	t0 := time.Now()
+	out := int64(C.rawgo_counter(g.r, outstandingCount))
 	for i := range iters {
-		for g.outstanding() >= C.long(window) {
-			if err := g.poll(); err != nil {
+		for out >= int64(window) {
+			var err error
+			if out, err = g.poll(outstandingCount); err != nil {
 				return 0, err
 			}
 		}
-		if err := g.write(size, i == iters-1); err != nil {
+		var err error
+		if out, err = g.write(size, i == iters-1); err != nil {
 			return 0, err
 		}
 	}
