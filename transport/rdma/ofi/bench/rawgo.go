@@ -57,26 +57,28 @@ func (g *goPoller) poll(which C.int) (int64, error) {
 	return int64(v), nil
 }
 
-// waitRemote polls until n remote CQ data entries arrived in total.
-func (g *goPoller) waitRemote(n int64) error {
-	for v := int64(C.rawgo_counter(g.r, remoteCount)); v < n; {
+// pollWhile reads the CQ while more(counter which) holds, starting from the
+// counter's value v, and returns its last value.
+func (g *goPoller) pollWhile(which C.int, v int64, more func(int64) bool) (int64, error) {
+	for more(v) {
 		var err error
-		if v, err = g.poll(remoteCount); err != nil {
-			return err
+		if v, err = g.poll(which); err != nil {
+			return v, err
 		}
 	}
-	return nil
+	return v, nil
+}
+
+// waitRemote polls until n remote CQ data entries arrived in total.
+func (g *goPoller) waitRemote(n int64) error {
+	_, err := g.pollWhile(remoteCount, int64(C.rawgo_counter(g.r, remoteCount)), func(v int64) bool { return v < n })
+	return err
 }
 
 // drain polls until every local completion was seen.
 func (g *goPoller) drain() error {
-	for v := int64(C.rawgo_counter(g.r, outstandingCount)); v > 0; {
-		var err error
-		if v, err = g.poll(outstandingCount); err != nil {
-			return err
-		}
-	}
-	return nil
+	_, err := g.pollWhile(outstandingCount, int64(C.rawgo_counter(g.r, outstandingCount)), func(v int64) bool { return v > 0 })
+	return err
 }
 
 // write posts one write of size bytes (with remote CQ data if data) and
@@ -133,14 +135,12 @@ func (s *rawSide) bandwidthGo(server bool, size, iters, window int) (float64, er
 	}
 	t0 := time.Now()
 	out := int64(C.rawgo_counter(g.r, outstandingCount))
+	full := func(v int64) bool { return v >= int64(window) }
 	for i := range iters {
-		for out >= int64(window) {
-			var err error
-			if out, err = g.poll(outstandingCount); err != nil {
-				return 0, err
-			}
-		}
 		var err error
+		if _, err = g.pollWhile(outstandingCount, out, full); err != nil {
+			return 0, err
+		}
 		if out, err = g.write(size, i == iters-1); err != nil {
 			return 0, err
 		}
