@@ -227,6 +227,13 @@ type quirks struct {
 	// spinOnly: never block in fi_cq_sread (sockets: its sread naps about
 	// 100 µs between progress passes, slower than polling).
 	spinOnly bool
+	// progressAtPost: drive progress once after each post (Provider.push).
+	// sockets queues a write in its tx ring and sends it only when
+	// progressed, where tcp sends it inside fi_writemsg as far as the
+	// socket takes it; without the push a write posted just before its
+	// caller turned to other work (a signal, then a bootstrap barrier)
+	// waited for the progress goroutine, up to pollerQuietMax (docs/ofi.md).
+	progressAtPost bool
 }
 
 func quirksOf(prov string) quirks {
@@ -236,6 +243,7 @@ func quirksOf(prov string) quirks {
 		case "sockets":
 			q.cqDataNeedsCompletion = true
 			q.spinOnly = true
+			q.progressAtPost = true
 		case "ofi_rxm":
 			q.noInject = true
 		}

@@ -74,16 +74,15 @@ func TestProviderIsPoller(t *testing.T) {
 // TestWaitDrivesProvider: with both ranks' progress goroutines held back,
 // nothing reads the CQs but the callers, and on tcp;ofi_rxm and sockets
 // (manual progress) a write lands and a signal is applied only when the
-// target reads its CQ (on sockets a write also leaves only while its
-// initiator does). A ping-pong of signalled puts (with the mode queries
+// target reads its CQ (on sockets a write also moves only while its
+// initiator does, beyond the one pass its post drives). A ping-pong of signalled puts (with the mode queries
 // of first use) still completes: gin's WaitSignal, the endpoint's waits
 // and the mode query drive the provider through rdma.Poller. Without that
 // the first wait ends with its deadline.
 //
-// Rank 1's last put moves (on sockets) only while rank 1 polls, so rank 1
-// ends in a wait for rank 0's "done" signal; rank 0's "done" put needs the
-// same of rank 0, which has no more waits: the holds are released once
-// rank 0 is done, and only rank 0's rounds are the test.
+// Rank 1's last put completes only while rank 1 polls, so rank 1 ends in
+// a wait for rank 0's "done" signal; the holds are released once rank 0 is
+// done, and only rank 0's rounds are the test.
 func TestWaitDrivesProvider(t *testing.T) {
 	for _, prov := range providers {
 		t.Run(prov, func(t *testing.T) {
@@ -140,6 +139,56 @@ func TestWaitDrivesProvider(t *testing.T) {
 			require.NoError(t, <-errs[0], "rank 0, progress held")
 			release()
 			require.NoError(t, <-errs[1], "rank 1")
+		})
+	}
+}
+
+// TestPostLeavesUnpolled: a put whose initiator never reads its CQ again
+// (no wait, no Flush, its progress goroutine held back) still reaches a
+// target that polls. tcp sends inside fi_writemsg; sockets only queues
+// the write, and the provider drives it once after the post
+// (quirks.progressAtPost): without that, a signal posted just before its
+// caller turned to other work waited for the progress goroutine (up to
+// pollerQuietMax), and here, held, for ever. One round trip first sets up
+// the connection and the signal's mode, which need rank 0 to poll.
+func TestPostLeavesUnpolled(t *testing.T) {
+	for _, prov := range providers {
+		t.Run(prov, func(t *testing.T) {
+			comms, provs := capturedComms(t, prov)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a hang guard
+			defer cancel()
+			ws, err := registerAll(ctx, comms, 4096, 0)
+			require.NoError(t, err)
+			for _, p := range provs {
+				defer ofi.HoldProgress(p)()
+			}
+			xs := [2]*gin.Context{}
+			for r := range xs {
+				xs[r], _ = comms[r].Context(0)
+			}
+			w := comms[0].World() // rank 0's: a Team is its caller's view
+			errs := make(chan error, 1)
+			go func() { // rank 1: answer one put, then wait for the next
+				if _, err := xs[1].WaitSignal(ctx, 0, 1, 64); err != nil {
+					errs <- err
+					return
+				}
+				if err := xs[1].Signal(comms[1].World(), 0, gin.SignalInc(0)); err != nil {
+					errs <- err
+					return
+				}
+				wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+				defer wcancel()
+				_, err := xs[1].WaitSignal(wctx, 0, 2, 64)
+				errs <- err
+			}()
+			require.NoError(t, xs[0].Put(w, 1, ws[0], 0, ws[0], 64, 8, gin.SignalInc(0), gin.LocalNone))
+			_, err = xs[0].WaitSignal(ctx, 0, 1, 64)
+			require.NoError(t, err)
+			ws[0].Bytes()[64] = 42
+			require.NoError(t, xs[0].Put(w, 1, ws[0], 0, ws[0], 64, 8, gin.SignalInc(0), gin.LocalNone))
+			require.NoError(t, <-errs, "rank 1's wait for a put rank 0 posted and never polled for")
+			require.Equal(t, byte(42), ws[1].Bytes()[0])
 		})
 	}
 }

@@ -207,6 +207,21 @@ func (p *Provider) Poll() int {
 	return n
 }
 
+// push drives the provider once after a post (quirks.progressAtPost), so
+// the write leaves now rather than at the next poll. Unlike Poll it is no
+// waiter's: it does not make the progress goroutine stand back, which
+// would delay the rest of a write that one pass does not send, and it
+// skips the pass when another reader holds the CQ (that one progresses).
+func (p *Provider) push() {
+	if !p.pollMu.TryLock() {
+		return
+	}
+	defer p.pollMu.Unlock()
+	if p.poll(p.pollBuf()) > 0 {
+		p.busy()
+	}
+}
+
 // PollWait is Poll that, when nothing was ready, waits for up to d
 // (rdma.Poller): where the CQ has a wait object (RDMACTOR_OFI_WAIT=fd) it
 // blocks in fi_cq_sread(3) for d rounded up to whole milliseconds (the

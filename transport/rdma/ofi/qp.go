@@ -248,6 +248,9 @@ func (q *qp) Post(wqes []rdma.WQE) error {
 			return &rdma.WQEError{Index: i, Err: fmt.Errorf("ofi: post to rank %d: wr_id %#x: %w", q.peer, w.WrID, err)}
 		}
 	}
+	if p.qk.progressAtPost {
+		p.push()
+	}
 	// Writes complete at post (injected, staged, OpNop) are reported now,
 	// so the endpoint need not wake its actor for them.
 	q.reportDone()
