@@ -21,6 +21,15 @@
 //	    window completions outstanding; gin: Config.SQDepth = window), the
 //	    last one signalled and answered by the peer, reported in MB/s (1e6
 //	    bytes) from the first post to the answer.
+//
+// Before each run the two sides synchronize the way each mode would: raw
+// over its control socket (the server sends, then waits for the client's
+// answer, so it is polling before the client starts), gin with a
+// one-sided barrier (package barrier, two signals). Not with the
+// bootstrap's Barrier: that goes through the launcher's control plane
+// (protoactor remote over gRPC), whose members leave up to 3 ms apart on
+// the 2-core VM, and a run's first writes then wait for a target that is
+// not yet reading its CQ.
 package main
 
 import (
@@ -34,6 +43,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rdmactor/rdmactor/barrier"
 	"github.com/rdmactor/rdmactor/gin"
 	"github.com/rdmactor/rdmactor/internal/idle"
 	"github.com/rdmactor/rdmactor/transport/rdma/ofi"
@@ -208,10 +218,13 @@ func rawLabel(p params) string {
 	return l
 }
 
+// syncSignal is the first of the gin mode's barrier signals (one per rank).
+const syncSignal = 3
+
 func runGin(p params) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cfg := gin.Config{Signals: 4, SQDepth: p.window}
+	cfg := gin.Config{Signals: syncSignal + 2, SQDepth: p.window}
 	switch p.idle {
 	case "default":
 	case "spin":
@@ -246,11 +259,16 @@ func runGin(p params) error {
 	}
 	x, _ := c.Context(0)
 	me, peer, w := c.Rank(), 1-c.Rank(), c.World()
+	bar, err := barrier.NewSession(x, w, syncSignal, 0)
+	if err != nil {
+		return err
+	}
+	sync := func() error { return bar.Sync(ctx, barrier.FenceNone) }
 	client := me == 0
 	if client {
 		fmt.Printf("# rdmactor gin over ofi (%s), idle %s\n", os.Getenv(ofi.EnvProvider), p.idle)
 	}
-	var pings, acks uint64 // signal 0: pings and pongs; signal 1: end of a bandwidth run; 2: its answer
+	var pings, acks uint64 // signal 0: pings and pongs; signal 1: end of a bandwidth run; 2: its answer; syncSignal on: the barrier
 	pingpong := func(iters int) (time.Duration, error) {
 		start := time.Now()
 		for range iters {
@@ -279,7 +297,7 @@ func runGin(p params) error {
 	}
 	var lat []float64
 	for range p.reps {
-		if err := c.Barrier(ctx); err != nil {
+		if err := sync(); err != nil {
 			return err
 		}
 		if _, err := pingpong(p.warmup); err != nil {
@@ -301,7 +319,7 @@ func runGin(p params) error {
 		iters := max(p.bwBytes/size, p.window)
 		var bw []float64
 		for range p.reps {
-			if err := c.Barrier(ctx); err != nil {
+			if err := sync(); err != nil {
 				return err
 			}
 			acks++
