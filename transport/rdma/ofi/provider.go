@@ -64,8 +64,9 @@ type Provider struct {
 	dec       decoder       // under pollMu
 	pollMu    sync.Mutex    // one reader of the CQ at a time: the progress goroutine or Poll
 	spins     atomic.Uint64 // Poll and PollWait calls, for schedPoint
-	epoch     time.Time     // Open's time: busyAt's origin (monotonic)
-	busyAt    atomic.Int64  // ns after epoch of the last activity (busy)
+	events    atomic.Uint64 // activities (busy): completions, signals, moved data, posts
+	seenEv    uint64        // events when PollWait last looked; guarded by pollMu
+	busyAt    time.Time     // when PollWait first saw events at seenEv; guarded by pollMu
 	polls     atomic.Uint64 // Poll and PollWait calls: the progress goroutine stands back while they come
 	waiters   atomic.Int32  // PollWait callers waiting for pollMu
 	longPoll  bool          // PollWait's last CQ read took over busyPoll; guarded by pollMu
@@ -141,7 +142,7 @@ func Open(cfg rdma.Config) (rdma.Provider, error) {
 	}
 	p := &Provider{cfg: cfg, env: env, it: *it, strat: strat, mrm: mrModesOf(it.mrMode), qk: quirksOf(it.prov),
 		done: make(chan struct{}), imports: map[*remoteRegion]struct{}{},
-		peers: make([]peerState, cfg.Size), epoch: time.Now()}
+		peers: make([]peerState, cfg.Size)}
 	p.it.c = nil
 	if strat == cqdata && cfg.Size-1 > maxSender {
 		list.free()
