@@ -71,6 +71,30 @@ func TestProviderIsPoller(t *testing.T) {
 	require.True(t, ok, "*ofi.Provider must implement rdma.Poller")
 }
 
+// heldComms opens two captured Comms on prov, each with a 4 KiB window, and
+// holds both progress goroutines back (HoldProgress), so only callers read
+// the CQs. ctx is the test's hang guard (30 s); release ends the holds
+// (cleanup does too, before the Comms close).
+func heldComms(t *testing.T, prov string) (ctx context.Context, comms []*gin.Comm, ws []*gin.Window, release func()) {
+	t.Helper()
+	comms, provs := capturedComms(t, prov)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	ws, err := registerAll(ctx, comms, 4096, 0)
+	require.NoError(t, err)
+	var releases []func()
+	for _, p := range provs {
+		releases = append(releases, ofi.HoldProgress(p))
+	}
+	release = func() {
+		for _, r := range releases {
+			r()
+		}
+	}
+	t.Cleanup(release)
+	return ctx, comms, ws, release
+}
+
 // TestWaitDrivesProvider: with both ranks' progress goroutines held back,
 // nothing reads the CQs but the callers, and on tcp;ofi_rxm and sockets
 // (manual progress) a write lands and a signal is applied only when the
@@ -86,21 +110,7 @@ func TestProviderIsPoller(t *testing.T) {
 func TestWaitDrivesProvider(t *testing.T) {
 	for _, prov := range providers {
 		t.Run(prov, func(t *testing.T) {
-			comms, provs := capturedComms(t, prov)
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a hang guard
-			defer cancel()
-			ws, err := registerAll(ctx, comms, 4096, 0)
-			require.NoError(t, err)
-			var releases []func()
-			for _, p := range provs {
-				releases = append(releases, ofi.HoldProgress(p))
-			}
-			release := func() {
-				for _, r := range releases {
-					r()
-				}
-			}
-			defer release()
+			ctx, comms, ws, release := heldComms(t, prov)
 			const rounds = 50
 			errs := [2]chan error{make(chan error, 1), make(chan error, 1)}
 			for r := range 2 {
@@ -154,14 +164,7 @@ func TestWaitDrivesProvider(t *testing.T) {
 func TestPostLeavesUnpolled(t *testing.T) {
 	for _, prov := range providers {
 		t.Run(prov, func(t *testing.T) {
-			comms, provs := capturedComms(t, prov)
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a hang guard
-			defer cancel()
-			ws, err := registerAll(ctx, comms, 4096, 0)
-			require.NoError(t, err)
-			for _, p := range provs {
-				defer ofi.HoldProgress(p)()
-			}
+			ctx, comms, ws, _ := heldComms(t, prov)
 			xs := [2]*gin.Context{}
 			for r := range xs {
 				xs[r], _ = comms[r].Context(0)
@@ -183,7 +186,7 @@ func TestPostLeavesUnpolled(t *testing.T) {
 				errs <- err
 			}()
 			require.NoError(t, xs[0].Put(w, 1, ws[0], 0, ws[0], 64, 8, gin.SignalInc(0), gin.LocalNone))
-			_, err = xs[0].WaitSignal(ctx, 0, 1, 64)
+			_, err := xs[0].WaitSignal(ctx, 0, 1, 64)
 			require.NoError(t, err)
 			ws[0].Bytes()[64] = 42
 			require.NoError(t, xs[0].Put(w, 1, ws[0], 0, ws[0], 64, 8, gin.SignalInc(0), gin.LocalNone))
