@@ -102,8 +102,10 @@
 //
 // ofi_rxm crashes when an injected write fails (its error entry has no
 // context), so nothing is injected on rxm; sockets loses the remote CQ
-// data of writes posted with FI_INJECT or without FI_COMPLETION, and
-// echoes FI_REMOTE_CQ_DATA in local completions. See config.go, quirks.
+// data of writes posted with FI_INJECT or without FI_COMPLETION, echoes
+// FI_REMOTE_CQ_DATA in local completions, and sends a write only when
+// progressed, so every post there reads the CQ once. See config.go,
+// quirks.
 //
 // What it does not promise: a target that meets a SignalInc and a
 // SignalAdd on one signal from two ranks at once drops the second and
