@@ -119,9 +119,22 @@ func TestWaitDrivesProvider(t *testing.T) {
 						x, _ := comms[r].Context(0)
 						w, peer := comms[r].World(), 1-r
 						src := ws[r].Bytes()
+						// The peer's put of round i is checked as soon as its
+						// signal is seen: once this rank's own put of round i
+						// has left (at post, on tcp and sockets), the peer's
+						// put of round i+1 may land over it at any poll.
+						wait := func(i uint64) error {
+							if _, err := x.WaitSignal(ctx, 0, i, 64); err != nil {
+								return err
+							}
+							if got := ws[r].Bytes()[8]; got != byte(i) {
+								return fmt.Errorf("round %d: signal seen, put data %d", i, got)
+							}
+							return nil
+						}
 						for i := uint64(1); i <= rounds; i++ {
 							if r == 1 {
-								if _, err := x.WaitSignal(ctx, 0, i, 64); err != nil {
+								if err := wait(i); err != nil {
 									return err
 								}
 							}
@@ -130,12 +143,9 @@ func TestWaitDrivesProvider(t *testing.T) {
 								return err
 							}
 							if r == 0 {
-								if _, err := x.WaitSignal(ctx, 0, i, 64); err != nil {
+								if err := wait(i); err != nil {
 									return err
 								}
-							}
-							if got := ws[r].Bytes()[8]; got != byte(i) {
-								return fmt.Errorf("round %d: signal seen, put data %d", i, got)
 							}
 						}
 						if r == 0 {
