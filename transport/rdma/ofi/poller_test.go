@@ -99,10 +99,11 @@ func heldComms(t *testing.T, prov string) (ctx context.Context, comms []*gin.Com
 // nothing reads the CQs but the callers, and on tcp;ofi_rxm and sockets
 // (manual progress) a write lands and a signal is applied only when the
 // target reads its CQ (on sockets a write also moves only while its
-// initiator does, beyond the one pass its post drives). A ping-pong of signalled puts (with the mode queries
-// of first use) still completes: gin's WaitSignal, the endpoint's waits
-// and the mode query drive the provider through rdma.Poller. Without that
-// the first wait ends with its deadline.
+// initiator does, beyond the one pass its post drives). A ping-pong of
+// signalled puts (with the mode queries of first use) still completes:
+// gin's WaitSignal, the endpoint's waits and the mode query drive the
+// provider through rdma.Poller. Without that the first wait ends with its
+// deadline.
 //
 // Rank 1's last put completes only while rank 1 polls, so rank 1 ends in
 // a wait for rank 0's "done" signal; the holds are released once rank 0 is

@@ -263,7 +263,7 @@ func runGin(p params) error {
 	if err != nil {
 		return err
 	}
-	sync := func() error { return bar.Sync(ctx, barrier.FenceNone) }
+	startRun := func() error { return bar.Sync(ctx, barrier.FenceNone) } // not raw.go's sync: that is the control socket's
 	client := me == 0
 	if client {
 		fmt.Printf("# rdmactor gin over ofi (%s), idle %s\n", os.Getenv(ofi.EnvProvider), p.idle)
@@ -297,7 +297,7 @@ func runGin(p params) error {
 	}
 	var lat []float64
 	for range p.reps {
-		if err := sync(); err != nil {
+		if err := startRun(); err != nil {
 			return err
 		}
 		if _, err := pingpong(p.warmup); err != nil {
@@ -319,7 +319,7 @@ func runGin(p params) error {
 		iters := max(p.bwBytes/size, p.window)
 		var bw []float64
 		for range p.reps {
-			if err := sync(); err != nil {
+			if err := startRun(); err != nil {
 				return err
 			}
 			acks++
