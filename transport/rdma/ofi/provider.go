@@ -115,6 +115,7 @@ type peerState struct {
 
 	modeMu  sync.Mutex
 	modes   map[modeKey]uint64 // mode this rank's posts claimed (rdma.ModeInc/rdma.ModeAdd)
+	modeGen atomic.Uint64      // bumped under modeMu by every change of modes
 	queryMu sync.Mutex         // one mode query to the peer at a time
 }
 

@@ -165,6 +165,31 @@ func TestPostValidation(t *testing.T) {
 	require.ErrorIs(t, q.Close(), rdma.ErrClosed)
 }
 
+// TestModeClaimAcrossQPs: a QP's memory of its last mode claim
+// (claimMode) is dropped once another QP to the same peer changed the
+// claims: after a reset at the target and an Add through QP b, an Inc
+// through QP a is refused at the initiator, not sent to be dropped at the
+// target.
+func TestModeClaimAcrossQPs(t *testing.T) {
+	pr := newPair(t, "tcp", 4096)
+	a, cha := pr.qp(t, 0, 1)
+	b, chb := pr.qp(t, 0, 1)
+	imp := pr.imp[0][1]
+	inc := []rdma.WQE{{Op: rdma.OpSignal, Signal: rdma.Signal{Mode: rdma.SignalInc, Region: imp, Off: 0, ModeOff: 8}}}
+	add := []rdma.WQE{{Op: rdma.OpSignal, Signal: rdma.Signal{Mode: rdma.SignalAdd, Region: imp, Off: 0, ModeOff: 8, Value: 3}}}
+	require.NoError(t, a.Post(inc))
+	require.NoError(t, a.Post(inc))
+	require.Equal(t, []error{nil, nil}, drain(t, a, cha, 2))
+	waitWord(t, pr.reg[1].Bytes(), 0, 2)
+	memword.Uint64(pr.reg[1].Bytes(), 0).Store(0) // a reset at the target
+	memword.Uint64(pr.reg[1].Bytes(), 8).Store(0)
+	require.NoError(t, b.Post(add))
+	require.Equal(t, []error{nil}, drain(t, b, chb, 1))
+	waitWord(t, pr.reg[1].Bytes(), 0, 3)
+	require.ErrorIs(t, a.Post(inc), rdma.ErrMixedSignalOps)
+	require.Zero(t, pr.p[1].(*ofi.Provider).Stats().SignalErrors.Load(), "%v", pr.p[1].(*ofi.Provider).Stats().LastSignalError())
+}
+
 // TestCQErrorFaultsQP: a CQ error entry becomes the QP's *rdma.QPError,
 // carrying the provider's message (fi_cq_readerr, fi_cq_strerror); every
 // later Post returns it. The error: on sockets the target refuses a write
