@@ -389,14 +389,14 @@ func (q *qp) planImm(w *rdma.WQE, ps *peerState, pl *plan) error {
 // QP changed is looked up again, as without it.
 func (q *qp) claimMode(ps *peerState, sig *remoteRegion, modeWord, want uint64) error {
 	k := modeKey{sig.id, modeWord}
-	if c := &q.lastMode; c.ok && c.key == k && c.mode == want && c.gen == ps.modeGen.Load() {
+	if c := &q.lastMode; c.key == k && c.mode == want && c.gen == ps.modeGen.Load() {
 		return nil
 	}
 	ps.modeMu.Lock()
 	have, gen := ps.modes[k], ps.modeGen.Load()
 	ps.modeMu.Unlock()
 	if have == want {
-		q.lastMode = claimed{key: k, mode: want, gen: gen, ok: true}
+		q.lastMode = claimed{key: k, mode: want, gen: gen}
 		return nil
 	}
 	got, err := q.queryMode(ps, sig, modeWord)
@@ -411,16 +411,16 @@ func (q *qp) claimMode(ps *peerState, sig *remoteRegion, modeWord, want uint64) 
 		return fmt.Errorf("mode word at offset %d of rank %d's region holds %d, wqe wants %d: %w", 8*modeWord, q.peer, got, want, rdma.ErrMixedSignalOps)
 	}
 	ps.modes[k] = want
-	q.lastMode = claimed{key: k, mode: want, gen: gen, ok: true}
+	q.lastMode = claimed{key: k, mode: want, gen: gen}
 	return nil
 }
 
 // claimed is a QP's memory of its last checked mode claim (claimMode).
+// The zero value matches no claim: its mode is rdma.ModeUnset.
 type claimed struct {
 	key  modeKey
-	mode uint64
+	mode uint64 // rdma.ModeInc or rdma.ModeAdd
 	gen  uint64 // peerState.modeGen when checked
-	ok   bool
 }
 
 // submit posts a validated plan: the extra CQ data words as zero-byte
