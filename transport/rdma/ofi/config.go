@@ -114,19 +114,13 @@ func configFromEnv() (config, error) {
 	default:
 		return c, fmt.Errorf("%s=%q: want auto, cqdata or counter", EnvSignals, v)
 	}
-	switch v := strings.ToLower(os.Getenv(EnvProgress)); v {
-	case "", "manual":
-	case "auto":
-		c.manual = false
-	default:
-		return c, fmt.Errorf("%s=%q: want manual or auto", EnvProgress, v)
+	auto, err := envChoice(EnvProgress, "manual", "auto")
+	if err != nil {
+		return c, err
 	}
-	switch v := strings.ToLower(os.Getenv(EnvWait)); v {
-	case "", "poll":
-	case "fd":
-		c.waitFD = true
-	default:
-		return c, fmt.Errorf("%s=%q: want poll or fd", EnvWait, v)
+	c.manual = !auto
+	if c.waitFD, err = envChoice(EnvWait, "poll", "fd"); err != nil {
+		return c, err
 	}
 	for _, d := range []struct {
 		env string
@@ -276,4 +270,17 @@ func capsOf(it *info, s strategy, scMax int) rdma.Capabilities {
 		c.MaxSignals = scMax
 	}
 	return c
+}
+
+// envChoice reads a two-valued variable: false for unset or def, true for
+// alt, an error naming both for anything else (case is ignored).
+func envChoice(name, def, alt string) (bool, error) {
+	switch v := strings.ToLower(os.Getenv(name)); v {
+	case "", def:
+		return false, nil
+	case alt:
+		return true, nil
+	default:
+		return false, fmt.Errorf("%s=%q: want %s or %s", name, v, def, alt)
+	}
 }

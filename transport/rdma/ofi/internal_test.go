@@ -189,3 +189,29 @@ func TestFabricError(t *testing.T) {
 	require.Equal(t, "FI_ETRUNC", codeName(265))
 	require.Equal(t, "FI_E#9999", codeName(9999))
 }
+
+// TestConfigChoices: the two-valued variables take either value in any
+// case, and anything else is an error naming the variable and both values.
+func TestConfigChoices(t *testing.T) {
+	t.Setenv(EnvProgress, "AUTO")
+	t.Setenv(EnvWait, "fd")
+	c, err := configFromEnv()
+	require.NoError(t, err)
+	require.False(t, c.manual)
+	require.True(t, c.waitFD)
+
+	t.Setenv(EnvProgress, "")
+	t.Setenv(EnvWait, "poll")
+	c, err = configFromEnv()
+	require.NoError(t, err)
+	require.True(t, c.manual)
+	require.False(t, c.waitFD)
+
+	t.Setenv(EnvWait, "sometimes")
+	_, err = configFromEnv()
+	require.EqualError(t, err, EnvWait+`="sometimes": want poll or fd`)
+	t.Setenv(EnvWait, "")
+	t.Setenv(EnvProgress, "both")
+	_, err = configFromEnv()
+	require.EqualError(t, err, EnvProgress+`="both": want manual or auto`)
+}
