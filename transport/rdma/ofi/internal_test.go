@@ -5,6 +5,7 @@ package ofi
 import (
 	"errors"
 	"math"
+	"slices"
 	"syscall"
 	"testing"
 
@@ -214,4 +215,36 @@ func TestConfigChoices(t *testing.T) {
 	t.Setenv(EnvProgress, "both")
 	_, err = configFromEnv()
 	require.EqualError(t, err, EnvProgress+`="both": want manual or auto`)
+}
+
+// TestSlowReads checks when PollWait takes slow CQ reads for data moving
+// (slowReads): a stream's pattern of a slow read every few reads counts
+// from its second slow read on; slow reads further apart than streamReads
+// (a nap's first read, the connection manager's) never count; and the
+// waiter reads on at once while a slow read awaits its confirmation.
+func TestSlowReads(t *testing.T) {
+	type step struct{ slow, moving, confirming bool }
+	const s, f = true, false
+	cases := []struct {
+		name  string
+		steps []step
+	}{
+		{"idle", []step{{f, f, f}, {f, f, f}, {f, f, f}}},
+		{"two in a row", []step{{s, f, s}, {s, s, s}}},
+		{"stream", []step{{s, f, s}, {f, f, s}, {f, f, s}, {f, f, s}, {s, s, s}, {f, f, s}, {s, s, s}}},
+		{"apart", append(append([]step{{s, f, s}}, slices.Repeat([]step{{f, f, s}}, streamReads-1)...),
+			step{f, f, f}, step{s, f, s})},
+		{"at the window's edge", append(append([]step{{s, f, s}}, slices.Repeat([]step{{f, f, s}}, streamReads-1)...),
+			step{s, s, s})},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var r slowReads
+			for i, st := range c.steps {
+				moving, confirming := r.read(st.slow)
+				require.Equal(t, st.moving, moving, "read %d: moving", i)
+				require.Equal(t, st.confirming, confirming, "read %d: confirming", i)
+			}
+		})
+	}
 }

@@ -152,16 +152,49 @@ func (p *Provider) sinceBusy(now time.Time) time.Duration {
 
 // Where the CQ has no wait object, a waiter's PollWait yields the core and
 // polls on for waiterSpin after the provider's last activity, then naps
-// (idleNap); two reads of the CQ in a row that each took longer than
-// busyPoll moved data (an empty fi_cq_read takes about 1 µs on tcp and
-// sockets, one that places a 64 KiB write several; a single slow one is
-// as likely the first after a nap, ofi_rxm's connection manager, which
-// runs every 10 ms, or a preemption: counting those, a waiter for nothing
-// kept a third of a core busy).
+// (idleNap). A read of the CQ that took longer than busyPoll is slow: an
+// empty fi_cq_read takes about 1 µs on tcp and sockets, one that places
+// part of a 64 KiB write several (slowReads says when slow reads count).
 const (
 	waiterSpin = time.Millisecond
 	busyPoll   = 4 * time.Microsecond
 )
+
+// slowReads tells PollWait whether its slow CQ reads show data moving.
+//
+// A slow read counts once another one came within the streamReads reads
+// before it. A single slow read is as likely the first read after a nap,
+// ofi_rxm's connection manager (every 10 ms) or a preemption: counting
+// those, a waiter for nothing kept a third of a core busy. The target of a
+// tcp 64 KiB stream, though, reads slow then fast: a read that places data
+// (~6 µs), one that takes the rest (~2.5 µs), then empty ones until the
+// next write lands, 4-20 reads later. Counting only two slow reads in a
+// row, such a target saw no activity for a millisecond now and then and
+// napped mid-stream (367 naps of 60-340 µs in 300 000 reads). With
+// streamReads 8 rdmactor's tcp 64 KiB stream went from 0.73-0.80x of the
+// raw C loop to 0.87-0.93x (10-12 interleaved rounds each; 16 read about
+// the same, 32 worse; docs/ofi.md, session 9).
+type slowReads struct {
+	reads uint64 // PollWait reads so far
+	last  uint64 // the read that was last slow; 0 for none
+}
+
+// streamReads is how many reads after a slow one another slow one
+// confirms it.
+const streamReads = 8
+
+// read records a read, slow if it took longer than busyPoll. It reports
+// whether the read shows data moving, and whether the waiter should read
+// again at once because a slow read awaits its confirmation. (The first
+// read after a nap is slow too: it is confirmed only if data moves.)
+func (s *slowReads) read(slow bool) (moving, confirming bool) {
+	s.reads++
+	recent := s.last != 0 && s.reads-s.last <= streamReads
+	if slow {
+		s.last = s.reads
+	}
+	return slow && recent, s.last != 0 && s.reads-s.last < streamReads
+}
 
 // active records a post (or another reason to poll). It does not wake a
 // progress goroutine blocked in fi_cq_sread: a small write's completion
@@ -266,11 +299,10 @@ func (p *Provider) PollWait(d time.Duration) int {
 	t0 := time.Now()
 	n := p.poll(ents)
 	now := time.Now()
-	long := now.Sub(t0) > busyPoll
-	if n > 0 || long && p.longPoll {
+	moving, confirming := p.slow.read(now.Sub(t0) > busyPoll)
+	if n > 0 || moving {
 		p.busy()
 	}
-	p.longPoll = long
 	idle := p.sinceBusy(now)
 	if n > 0 || p.inflight.Load() > 0 || p.stopping.Load() {
 		p.pollMu.Unlock()
@@ -280,19 +312,18 @@ func (p *Provider) PollWait(d time.Duration) int {
 		// No wait object to block in: poll on, and once nothing has
 		// happened for a while, nap. The writes of a stream leave no CQ
 		// entry at the target, yet move only while it reads its CQ
-		// (sockets, tcp;ofi_rxm): a read that took longer than busyPoll
-		// moved data, and counts as activity, so the target of a stream
-		// keeps polling (naps of 10-100 µs held a 64 KiB stream on
-		// sockets to 160 MB/s).
+		// (sockets, tcp;ofi_rxm): slow reads moved data, and count as
+		// activity (slowReads), so the target of a stream keeps polling
+		// (naps of 10-100 µs held a 64 KiB stream on sockets to 160
+		// MB/s).
+		//
+		// While a slow read waits for its confirmation the waiter
+		// neither naps nor yields: it reads on at once, as raw
+		// libfabric's loop does (the yields took 21 % of the CPU of a
+		// sockets 1 MiB stream's target; docs/ofi.md).
 		p.pollMu.Unlock()
-		// A slow read is confirmed by the next one before it counts: no
-		// nap in between (the first read after a nap is slow as well),
-		// and no sched_yield either: while a stream's data moves the
-		// waiter reads on at once, as raw libfabric's loop does (the
-		// yields took 21 % of the CPU of a sockets 1 MiB stream's
-		// target; docs/ofi.md).
 		switch {
-		case long:
+		case confirming:
 		case idle < waiterSpin:
 			schedYield()
 		default:

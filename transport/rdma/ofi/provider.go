@@ -69,7 +69,7 @@ type Provider struct {
 	busyAt    time.Time     // when PollWait first saw events at seenEv; guarded by pollMu
 	polls     atomic.Uint64 // Poll and PollWait calls: the progress goroutine stands back while they come
 	waiters   atomic.Int32  // PollWait callers waiting for pollMu
-	longPoll  bool          // PollWait's last CQ read took over busyPoll; guarded by pollMu
+	slow      slowReads     // PollWait's record of its slow CQ reads; guarded by pollMu
 	pollEnts  []cqEntry     // Poll's buffer, under pollMu
 
 	// counter strategy
