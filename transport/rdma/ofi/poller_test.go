@@ -207,6 +207,51 @@ func TestPostLeavesUnpolled(t *testing.T) {
 	}
 }
 
+// TestProgressAfterPosts: a stream of large puts whose initiator then
+// neither waits nor flushes still lands. On sockets a write moves only
+// while its initiator reads its CQ, and one pass per post (push) does not
+// send 1 MiB: the rest is the progress goroutine's, which stands back
+// while posts come and must take over after the last one. A first put
+// and its answer set up the connection and the signal's mode (the mode
+// query's wait would drive the stream's writes out).
+func TestProgressAfterPosts(t *testing.T) {
+	const size, puts = 1 << 20, 16
+	for _, prov := range providers {
+		t.Run(prov, func(t *testing.T) {
+			comms, _ := capturedComms(t, prov)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			ws, err := registerAll(ctx, comms, size*puts, 0)
+			require.NoError(t, err)
+			x0, _ := comms[0].Context(0)
+			x1, _ := comms[1].Context(0)
+			w0, w1 := comms[0].World(), comms[1].World()
+			require.NoError(t, x0.Put(w0, 1, ws[0], 0, ws[0], 0, 8, gin.SignalInc(0), gin.LocalNone))
+			_, err = x1.WaitSignal(ctx, 0, 1, 64)
+			require.NoError(t, err)
+			require.NoError(t, x1.Signal(w1, 0, gin.SignalInc(0)))
+			_, err = x0.WaitSignal(ctx, 0, 1, 64)
+			require.NoError(t, err)
+			src := ws[0].Bytes()
+			for i := range src {
+				src[i] = byte(i*7 + i>>12)
+			}
+			for i := range puts {
+				sig := gin.None
+				if i == puts-1 {
+					sig = gin.SignalInc(0)
+				}
+				require.NoError(t, x0.Put(w0, 1, ws[0], i*size, ws[0], i*size, size, sig, gin.LocalNone))
+			}
+			wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+			defer wcancel()
+			_, err = x1.WaitSignal(wctx, 0, 2, 64)
+			require.NoError(t, err, "rank 1's wait for a stream whose initiator went idle")
+			require.Equal(t, src, ws[1].Bytes())
+		})
+	}
+}
+
 // TestPollWaitEnds: a WaitSignal that has spun past its polls and loops
 // in PollWait (no signal will come) ends with ctx's error when ctx is
 // cancelled and with gin.ErrClosed when its Comm closes: the loop looks at

@@ -68,6 +68,7 @@ type Provider struct {
 	seenEv    uint64        // events when PollWait last looked; guarded by pollMu
 	busyAt    time.Time     // when PollWait first saw events at seenEv; guarded by pollMu
 	polls     atomic.Uint64 // Poll and PollWait calls: the progress goroutine stands back while they come
+	pushes    atomic.Uint64 // CQ reads after a post (push): the progress goroutine stands back while they come
 	waiters   atomic.Int32  // PollWait callers waiting for pollMu
 	slow      slowReads     // PollWait's record of its slow CQ reads; guarded by pollMu
 	pollEnts  []cqEntry     // Poll's buffer, under pollMu
