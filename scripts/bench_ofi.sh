@@ -8,9 +8,12 @@
 #     (spinning on fi_cq_read, and blocking in fi_cq_sread), and the same
 #     loops driven from Go (-loop go: what the Go runtime adds).
 # Each round runs them all, one after the other; ROUNDS rounds (default 3)
-# and the median of all runs is reported, with rdmactor's ratio to each
-# anchor. The machine should be otherwise idle: on a loaded 2-core VM every
-# number (the anchors' too) moves by several times.
+# and the median of all runs (ROUNDS x REPS) is reported, with rdmactor's
+# ratio to each anchor: the ratio of those medians, and the median over
+# the rounds of each round's ratio (runs a few seconds apart, so a round
+# spent in one of this VM's slow regimes compares like with like). The
+# machine should be otherwise idle: on a loaded 2-core VM every number (the
+# anchors' too) moves by several times.
 #
 # Usage: scripts/bench_ofi.sh [provider...]   (default: tcp sockets)
 # Environment: ROUNDS, REPS (runs per test in each process, default 5),
@@ -45,6 +48,7 @@ for prov in "${@:-tcp sockets}"; do
   : >"$res"
   for round in $(seq "$ROUNDS"); do
     echo "# $prov, round $round/$ROUNDS" >&2
+    echo "ROUND $round" >>"$res"
     # fi_pingpong: 8 B, usec/xfer (half a round trip). On sockets it runs
     # with the provider's auto progress, milliseconds per transfer: fewer.
     fpi=$LAT_ITERS
@@ -85,15 +89,33 @@ for prov in "${@:-tcp sockets}"; do
   echo
   echo "## $prov ($(grep -m1 -o 'raw libfabric on .*' "$res" | sed 's/raw libfabric on //' || echo "$prov")), median of $((ROUNDS * REPS)) runs each"
   echo
-  echo "| test | fi_pingpong | raw (C loop) | raw (Go loop) | raw (fi_cq_sread) | rdmactor | rdmactor / raw | rdmactor / raw Go loop | rdmactor / raw sread | rdmactor / fi_pingpong |"
-  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
-  get() { awk -v m="$1" -v t="$2" -v s="$3" '$1 == "RESULT" && $2 == m && $3 == t && $4 == s {print $5}' "$res" | median; }
+  echo "| test | fi_pingpong | raw (C loop) | raw (Go loop) | raw (fi_cq_sread) | rdmactor | rdmactor / raw | per round | rdmactor / raw Go loop | per round | rdmactor / raw sread | rdmactor / fi_pingpong |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+  # vals variant test size [round]: every run's value (a RESULT line
+  # carries its process's runs in brackets; fi_pingpong's, one).
+  vals() {
+    awk -v m="$1" -v t="$2" -v s="$3" -v r="${4:-}" '$1 == "ROUND" {cur = $2}
+      $1 == "RESULT" && $2 == m && $3 == t && $4 == s && (r == "" || cur == r) {
+        if (!match($0, /\[[^]]*\]/)) { print $5; next }
+        n = split(substr($0, RSTART + 1, RLENGTH - 2), a, " "); for (i = 1; i <= n; i++) print a[i] }' "$res"
+  }
+  get() { vals "$@" | median; }
+  # perRound anchor test size: the median over rounds of rdmactor's
+  # median / the anchor's median within the round.
+  perRound() {
+    for r in $(seq "$ROUNDS"); do
+      awk -v a="$(vals gin "$2" "$3" "$r" | median)" -v b="$(vals "$1" "$2" "$3" "$r" | median)" \
+        'BEGIN { if (a != "nan" && b != "nan" && b > 0) print a / b }'
+    done | median
+  }
   row() { # label test size fi_pingpong-value
     awk -v label="$1" -v fp="$4" -v raw="$(get raw "$2" "$3")" -v rgo="$(get raw-go "$2" "$3")" \
-      -v rws="$(get raw-sread "$2" "$3")" -v gin="$(get gin "$2" "$3")" 'BEGIN {
-      printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", label, fp, v(raw), v(rgo), v(rws), v(gin),
-        ratio(gin, raw), ratio(gin, rgo), ratio(gin, rws), ratio(gin, fp) }
+      -v rws="$(get raw-sread "$2" "$3")" -v gin="$(get gin "$2" "$3")" \
+      -v rraw="$(perRound raw "$2" "$3")" -v rgor="$(perRound raw-go "$2" "$3")" 'BEGIN {
+      printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", label, fp, v(raw), v(rgo), v(rws), v(gin),
+        ratio(gin, raw), r2(rraw), ratio(gin, rgo), r2(rgor), ratio(gin, rws), ratio(gin, fp) }
       function v(x) { return x == "nan" ? "n/a" : x }
+      function r2(x) { return x == "nan" ? "" : sprintf("%.2f", x) }
       function ratio(a, b) { return (b == "" || b == "nan" || a == "nan") ? "" : sprintf("%.2f", a / b) }'
   }
   row "8 B put+signal latency (µs, half round trip)" latency 8 "$(get fi_pingpong latency 8)"
