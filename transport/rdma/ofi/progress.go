@@ -33,7 +33,8 @@ import (
 // Waiters come first: Poll and PollWait (rdma.Poller) let gin's and the
 // endpoint's waits read the CQ themselves, and while they do the
 // goroutine stands back (a Go sleep of pollerQuiet, doubling up to
-// pollerQuietMax while polls keep coming).
+// pollerQuietMax while polls keep coming); so it does, pollerQuiet at a
+// time, while posts drive the provider (push).
 //
 // Pacing: it polls while operations are in flight or right after a post
 // (a manual-progress provider moves data only when polled), and for a
