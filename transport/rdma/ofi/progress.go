@@ -262,8 +262,8 @@ func (p *Provider) Poll() int {
 // provider, it fought the producer for the CQ (pollMu, and the provider's
 // own locks) and parked its locked thread on the mutex, a futex dance per
 // pass (a third of the producer's futex calls). A sockets 64 KiB stream
-// read 0.83x of the raw C loop with it polling and 0.94x with it standing
-// back (8 interleaved rounds; docs/ofi.md, session 9).
+// read 0.81x of the raw C loop with it polling and 0.93x with it standing
+// back (10 interleaved rounds; docs/ofi.md, session 9).
 func (p *Provider) push() {
 	p.pushes.Add(1)
 	p.tryPoll(false)
