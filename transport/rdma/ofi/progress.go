@@ -292,16 +292,16 @@ func (p *Provider) tryPoll(waiter bool) int {
 // call's unit), woken by the kernel when data arrives, by a post that
 // needs polling, or by another PollWait caller. Where it has none (the
 // default, and sockets), or signals tick counters rather than the CQ, it
-// returns at once after a read that moved data (one slower than
-// busyPoll), yields the processor (sched_yield(2)) and returns while the
-// provider was active in the last waiterSpin, and otherwise naps
-// idleNap(idle, d): a
-// waiter there polls on, as a manual-progress target must for a stream's
-// data to move, and costs little once nothing happens. It returns at once, after
-// one poll, while writes of this rank are in flight: a manual-progress
-// provider moves them only while polled. Unlike Poll it
-// waits for the CQ when the progress goroutine holds it (waking it from
-// fi_cq_sread). Safe for concurrent use.
+// returns at once for streamReads reads after a slow one (one that may
+// have moved a stream's data, slowReads), yields the processor
+// (sched_yield(2)) and returns while the provider was active in the last
+// waiterSpin, and otherwise naps idleNap(idle, d): a waiter there polls
+// on, as a manual-progress target must for a stream's data to move, and
+// costs little once nothing happens. It returns at once, after one poll,
+// while writes of this rank are in flight: a manual-progress provider
+// moves them only while polled. Unlike Poll it waits for the CQ when the
+// progress goroutine holds it (waking it from fi_cq_sread). Safe for
+// concurrent use.
 func (p *Provider) PollWait(d time.Duration) int {
 	if p.stopping.Load() {
 		return 0
