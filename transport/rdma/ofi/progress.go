@@ -356,39 +356,6 @@ func (p *Provider) PollWait(d time.Duration) int {
 	return n
 }
 
-// schedPoint passes the calling goroutine through the Go scheduler
-// (runtime.Gosched) once every schedEvery Poll and PollWait calls.
-//
-// Why: a waiter that spins on Poll spends nearly all its time in cgo calls
-// and never reschedules, so the runtime's sysmon sees one time slice of its
-// P run past 10 ms (forcePreemptNS), cannot preempt a goroutine in C, and
-// takes the P away instead (retake in runtime/proc.go, Go 1.26). The
-// goroutine comes back on the other P, whose slice looks just as old, and
-// is retaken again on sysmon's next tick: a storm of P hand-offs, thread
-// wake-ups and sysmon runs at 20 µs intervals, 6 000-9 000 context switches
-// a second per rank where raw libfabric has 1 500. On a 2-core VM each one
-// takes the core of a spinning rank; the 8 B ping-pong lost 2-3 µs per
-// one-way trip to them (a loop of the same fi_cq_read calls made from Go
-// was 9.2 µs against 5.9 µs from C, and 6.2 µs with this). A Gosched every
-// ~1 ms starts a new slice at the cost of one thread wake-up.
-func (p *Provider) schedPoint() {
-	if p.spins.Add(1)%schedEvery == 0 {
-		runtime.Gosched()
-	}
-}
-
-// schedEvery is how many Poll and PollWait calls pass between two
-// schedPoint yields: about 1-2 ms of polling at the ~1 µs an empty
-// fi_cq_read takes on tcp (well inside sysmon's 10 ms), and rare enough
-// that the thread wake-up each Gosched causes costs less than it saves
-// (every 512 calls measured worse, every 2048 better than none).
-const schedEvery = 2048
-
-// schedYield gives the core to another runnable thread (sched_yield(2)),
-// unlike runtime.Gosched, which keeps it busy with this process's
-// goroutines.
-func schedYield() { _, _, _ = unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
-
 // pollBuf is the CQ buffer of Poll and PollWait. Caller holds pollMu.
 func (p *Provider) pollBuf() []cqEntry {
 	if p.pollEnts == nil {

@@ -1,0 +1,66 @@
+//go:build ofi && cgo && linux
+
+package ofi
+
+import (
+	"sync/atomic"
+	_ "unsafe" // go:linkname
+
+	"golang.org/x/sys/unix"
+)
+
+// schedPoint passes the calling goroutine through the Go scheduler once
+// every schedEvery Poll and PollWait calls (yieldEvery).
+func (p *Provider) schedPoint() { yieldEvery(&p.spins) }
+
+// yieldEvery counts a call in n and, on every schedEvery-th, yields the
+// processor to the goroutines queued on this P (goyield).
+//
+// Why: a waiter that spins on Poll spends nearly all its time in cgo calls
+// and never reschedules, so the runtime's sysmon sees one time slice of its
+// P run past 10 ms (forcePreemptNS), cannot preempt a goroutine in C, and
+// takes the P away instead (retake in runtime/proc.go, Go 1.26). The
+// goroutine comes back on the other P, whose slice looks just as old, and
+// is retaken again on sysmon's next tick: a storm of P hand-offs, thread
+// wake-ups and sysmon runs at 20 µs intervals, 6 000-9 000 context switches
+// a second per rank where raw libfabric has 1 500. On a 2-core VM each one
+// takes the core of a spinning rank; the 8 B ping-pong lost 2-3 µs per
+// one-way trip to them (a loop of the same fi_cq_read calls made from Go
+// was 9.2 µs against 5.9 µs from C, and 6.2 µs with a yield every ~1 ms,
+// which starts a new slice).
+func yieldEvery(n *atomic.Uint64) {
+	if n.Add(1)%schedEvery == 0 {
+		goyield()
+	}
+}
+
+// goyield is runtime.goyield (Go's own name for it; exported to other
+// packages by the runtime's go:linkname, and kept by its promise in
+// go.dev/issue/67401): runtime.Gosched, except that the goroutine waits on
+// its P's local run queue rather than the global one, and no other thread
+// is woken to look for work.
+//
+// Why not runtime.Gosched: Gosched wakes an idle thread (wakep) on every
+// call. On a 2-core VM where both ranks spin, that thread is scheduled on
+// the peer's core and preempts it, or takes the waiting goroutine from the
+// global queue and carries it to the peer's core, where the two spinning
+// ranks share one CPU until the kernel balances them again (round trips of
+// ~500 µs, 20 in a row, seen in per-trip records). Interleaved rounds of
+// the tcp 8 B ping-pong: 1.150x -> 1.099x and 1.176x -> 1.127x of the C
+// loop (12 rounds each); 64 KiB 0.88x -> 0.99x and 1 MiB 0.99x -> 1.06x
+// (8 rounds); sockets unchanged within noise. Context switches per rank
+// over 60 000 round trips: median 2 770 -> 2 430 (the C loop: ~1 600).
+//
+//go:linkname goyield runtime.goyield
+func goyield()
+
+// schedEvery is how many Poll and PollWait calls pass between two
+// yields: about 1-2 ms of polling at the ~1 µs an empty fi_cq_read takes
+// on tcp, well inside sysmon's 10 ms (every 8 192 or 32 768 calls read
+// 1.23x of the C loop against 1.11x for 2 048: at ~1.3 µs a read they
+// reach 10 ms; every 128 or 512 read like 2 048).
+const schedEvery = 2048
+
+// schedYield gives the core to another runnable thread (sched_yield(2)),
+// unlike goyield, which keeps it busy with this process's goroutines.
+func schedYield() { _, _, _ = unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }

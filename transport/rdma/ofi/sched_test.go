@@ -1,0 +1,27 @@
+//go:build ofi && cgo && linux
+
+package ofi
+
+import (
+	"runtime"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestYieldEvery checks that a waiter spinning on Poll lets the goroutines
+// queued beside it run on every schedEvery-th call, and not before: with
+// one P, a goroutine started by the spinner runs only when it yields.
+func TestYieldEvery(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	var n atomic.Uint64
+	var ran atomic.Bool
+	go ran.Store(true)
+	for range schedEvery - 1 {
+		yieldEvery(&n)
+	}
+	require.False(t, ran.Load(), "yielded before call %d", schedEvery)
+	yieldEvery(&n)
+	require.True(t, ran.Load(), "call %d did not yield", schedEvery)
+}
