@@ -552,10 +552,11 @@ func (c *ctx) fields() (kind, owner, seq uint64) {
 // stays on its core. A CPU profile of a tcp 64 KiB stream showed the
 // producer's sendmsg calls spread over four threads; with the lock
 // the stream read 0.869x -> 0.935x of the raw C loop (10 interleaved
-// rounds; the raw Go loop, which does not lock, read 0.870x), and the
-// 8 B ping-pong 1.082x -> 1.068x (docs/ofi.md, session 11). The lock
-// costs two stores and an open-coded defer per call; it nests within the
-// progress goroutine's own lock and a caller's.
+// rounds; the raw Go loop, which does not lock, read 0.870x), sockets
+// 1 MiB 0.852x -> 0.906x; the 8 B ping-pong did not move (0.999x over 16
+// alternating pairs; docs/ofi.md, session 11). The lock costs a few
+// stores and an open-coded defer per call; it nests within the progress
+// goroutine's own lock and a caller's.
 
 // write posts fi_writemsg on ep (nil: the main endpoint). It returns the raw
 // return code: 0, -FI_EAGAIN or another negative code.
