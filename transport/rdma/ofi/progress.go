@@ -46,13 +46,9 @@ import (
 // spins takes the core the peer's reply needs (docs/ofi.md).
 
 func (p *Provider) run() {
-	runtime.LockOSThread()
+	lockForNaps()
 	defer runtime.UnlockOSThread()
 	defer close(p.done)
-	// Naps are nanosleeps of this thread with a 1 ns timer slack: Go's
-	// timers (time.Sleep, and so idle.Backoff's parks) resolve to about
-	// 1 ms on the VMs this was measured on, nanosleep to 25 µs.
-	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
 	ents := make([]cqEntry, cqEntryBatch)
 	lastAct := p.activity.Load()
 	var idleSince time.Time
@@ -112,9 +108,19 @@ func (p *Provider) run() {
 	}
 }
 
+// lockForNaps locks the goroutine to its thread and gives the thread a
+// 1 ns timer slack: the progress goroutine's naps are nanosleeps of its
+// thread, because Go's timers (time.Sleep, and so idle.Backoff's parks)
+// resolve to about 1 ms on the VMs this was measured on, nanosleep with
+// that slack to 25 µs.
+func lockForNaps() {
+	runtime.LockOSThread()
+	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+}
+
 // standBack sleeps d (a Go sleep) with the goroutine unlocked from its
-// thread, and locks it again after, setting that thread's timer slack for
-// the naps (run).
+// thread, and locks it again after (lockForNaps: it may be another
+// thread).
 //
 // Why: a locked goroutine's timer wakes whichever thread polls the
 // timers, which must hand the goroutine to its own thread (runtime
@@ -128,8 +134,7 @@ func (p *Provider) run() {
 func standBack(d time.Duration) {
 	runtime.UnlockOSThread()
 	time.Sleep(d)
-	runtime.LockOSThread()
-	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+	lockForNaps()
 }
 
 // idleNap is how long a poller that found nothing for idle naps before it
