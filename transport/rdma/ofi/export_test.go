@@ -2,6 +2,8 @@
 
 package ofi
 
+import "github.com/rdmactor/rdmactor/transport/rdma"
+
 // HoldProgress makes p's progress goroutine stand back, as it does while a
 // waiter polls, until release is called: whatever the provider does
 // meanwhile is driven by its callers (rdma.Poller). When it returns, the
@@ -26,3 +28,9 @@ func HoldProgress(p *Provider) (release func()) {
 
 // Polls is how many Poll and PollWait calls p has had.
 func Polls(p *Provider) uint64 { return p.polls.Load() }
+
+// PostWork is the work q's Post counted since its last yield (schedPost).
+func PostWork(q rdma.QP) int { return q.(*qp).postWork }
+
+// SchedOpWork is what one posted WQE counts beside its length.
+const SchedOpWork = schedOpWork

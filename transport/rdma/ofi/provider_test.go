@@ -111,6 +111,18 @@ func TestPutSignal(t *testing.T) {
 	}
 }
 
+// TestPostWork: Post counts each WQE's length and a fixed weight toward
+// its producer's next yield (schedPost).
+func TestPostWork(t *testing.T) {
+	pr := newPair(t, "tcp", 1<<16)
+	q, ch := pr.qp(t, 0, 1)
+	w := rdma.WQE{Op: rdma.OpWrite, Local: pr.reg[0], Remote: pr.imp[0][1], Len: 1 << 15}
+	require.NoError(t, q.Post([]rdma.WQE{w, w}))
+	require.NoError(t, q.Post([]rdma.WQE{{Op: rdma.OpNop}}))
+	require.Equal(t, []error{nil, nil, nil}, drain(t, q, ch, 3))
+	require.Equal(t, 2<<15+3*ofi.SchedOpWork, ofi.PostWork(q))
+}
+
 // TestPostValidation: a WQE that fails validation writes nothing, gets no
 // completion, and leaves the QP usable (rdma.QP.Post).
 func TestPostValidation(t *testing.T) {

@@ -36,6 +36,8 @@ type qp struct {
 	imm    []uint64   // Post scratch (Post is serialized by the caller)
 	// lastMode is the last mode claim Post checked (claimMode; Post only).
 	lastMode claimed
+	// postWork is the work Post did since it last yielded (schedPost).
+	postWork int
 }
 
 var _ rdma.QP = (*qp)(nil)
@@ -240,8 +242,10 @@ func (q *qp) Post(wqes []rdma.WQE) error {
 		return &rdma.WQEError{Index: 0, Err: fmt.Errorf("ofi: post to rank %d: its address is unknown: import one of its regions first", q.peer)}
 	}
 	defer p.active()
+	work := 0
 	for i := range wqes {
 		w := &wqes[i]
+		work += w.Len + schedOpWork
 		if err := q.post1(w, ps, i == len(wqes)-1); err != nil {
 			var qe *rdma.QPError
 			if errors.As(err, &qe) {
@@ -256,6 +260,7 @@ func (q *qp) Post(wqes []rdma.WQE) error {
 	// Writes complete at post (injected, staged, OpNop) are reported now,
 	// so the endpoint need not wake its actor for them.
 	q.reportDone()
+	q.schedPost(work)
 	return nil
 }
 

@@ -61,6 +61,40 @@ func goyield()
 // reach 10 ms; every 128 or 512 read like 2 048).
 const schedEvery = 2048
 
+// schedPost counts Post's work (bytes, plus schedOpWork per WQE) and
+// yields (goyield) once schedWork of it has passed since the last yield.
+// Caller: Post, one goroutine at a time per QP (rdma caller duty 1).
+//
+// Why: the waiters' yield (schedPoint) never runs in a producer that only
+// posts, and a producer lives in cgo calls as much as a waiter does: a
+// 64 KiB fi_writemsg on tcp copies into the socket for ~16 µs. Uprobes on
+// the runtime of the producer rank of a tcp 64 KiB stream, per second:
+// ~1 000 preemptone calls that gave up on a goroutine in a call, ~900
+// handoffp from sysmon's retake and ~2 800 sysmon ticks, and the
+// producer's sendmsg copies spread over three threads; with the yield,
+// ~100 sysmon ticks and no handoffp. 24 runs of each, alternating: the
+// stream's fast-regime median 3 357 -> 3 761 MB/s (docs/ofi.md, session
+// 13). Work, not calls, is counted, since a post lasts from ~1 µs (8 B)
+// to hundreds (1 MiB); a clock read per post would cost 25-60 ns on the
+// VMs measured. Post's caller may hold the endpoint's post lock: a yield
+// there holds it no longer than a preemption would, which the runtime may
+// do at any point.
+func (q *qp) schedPost(work int) {
+	if q.postWork += work; q.postWork >= schedWork {
+		q.postWork = 0
+		goyield()
+	}
+}
+
+// schedWork is the posted work between two yields of a producer: 2 ms
+// at 4 GB/s (tcp on loopback here); 2 048 writes of 8 B count as 8 MiB.
+// A NIC that takes a post in ~200 ns (verbs) reaches it more often; a
+// yield that finds nothing else runnable on its P resumes at once.
+const (
+	schedWork   = 8 << 20
+	schedOpWork = 4 << 10
+)
+
 // schedYield gives the core to another runnable thread (sched_yield(2)),
 // unlike goyield, which keeps it busy with this process's goroutines.
 func schedYield() { _, _, _ = unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
