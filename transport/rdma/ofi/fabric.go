@@ -556,7 +556,10 @@ func (c *ctx) fields() (kind, owner, seq uint64) {
 // 1 MiB 0.852x -> 0.906x; the 8 B ping-pong did not move (0.999x over 16
 // alternating pairs; docs/ofi.md, session 11). The lock costs a few
 // stores and an open-coded defer per call; it nests within the progress
-// goroutine's own lock and a caller's.
+// goroutine's own lock and a caller's. Since session 13 a producer's slice
+// no longer grows old (Post yields, schedPost), which removed the retakes
+// that came from it; the lock still covers a call that outlasts a sysmon
+// tick while no P is idle.
 
 // write posts fi_writemsg on ep (nil: the main endpoint). It returns the raw
 // return code: 0, -FI_EAGAIN or another negative code.
