@@ -29,7 +29,7 @@ type DisseminationSession struct {
 	pacing Pacing
 	epoch  uint64
 	wide   bool
-	err    error
+	broken broken
 }
 
 var _ Syncer = (*DisseminationSession)(nil)
@@ -101,21 +101,12 @@ func (s *DisseminationSession) Sync(ctx context.Context, fence Fence) error {
 	if fence&FencePut != 0 {
 		return fmt.Errorf("barrier %d: FencePut on a dissemination barrier: %w", s.index, ErrFence)
 	}
-	if s.err != nil {
-		return fmt.Errorf("barrier %d: %w: %v", s.index, ErrBroken, s.err)
-	}
-	if err := s.sync(ctx, fence); err != nil {
-		s.err = err
-		return err
-	}
-	return nil
+	return s.broken.run(s.index, func() error { return s.sync(ctx, fence) })
 }
 
 // SyncTimeout is Sync with a wait of at most d.
 func (s *DisseminationSession) SyncTimeout(ctx context.Context, fence Fence, d time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	return s.Sync(ctx, fence)
+	return syncTimeout(ctx, s, fence, d)
 }
 
 func (s *DisseminationSession) sync(ctx context.Context, fence Fence) error {

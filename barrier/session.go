@@ -39,8 +39,8 @@ type Session struct {
 	base   gin.Signal // slot of team rank p: base+p
 	pacing Pacing
 	epoch  uint64
-	wide   bool  // the next Sync compares 64 bits (after WithEpoch)
-	err    error // the failure that broke the session
+	wide   bool // the next Sync compares 64 bits (after WithEpoch)
+	broken broken
 }
 
 var _ Syncer = (*Session)(nil)
@@ -145,23 +145,14 @@ func (s *Session) start(e uint64) error {
 // from posting or waiting. Any error breaks the session: later calls
 // return ErrBroken.
 func (s *Session) Sync(ctx context.Context, fence Fence) error {
-	if s.err != nil {
-		return fmt.Errorf("barrier %d: %w: %v", s.index, ErrBroken, s.err)
-	}
-	if err := s.sync(ctx, fence); err != nil {
-		s.err = err
-		return err
-	}
-	return nil
+	return s.broken.run(s.index, func() error { return s.sync(ctx, fence) })
 }
 
 // SyncTimeout is Sync with a wait of at most d (besides ctx's own end):
 // the timeout variant, for callers that must not hang on a member that
 // never arrives.
 func (s *Session) SyncTimeout(ctx context.Context, fence Fence, d time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	return s.Sync(ctx, fence)
+	return syncTimeout(ctx, s, fence, d)
 }
 
 func (s *Session) sync(ctx context.Context, fence Fence) error {
