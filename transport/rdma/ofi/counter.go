@@ -97,9 +97,9 @@ func (p *Provider) pollCounters() int {
 	got := 0
 	for j, v := range vals {
 		if d := v - p.lastCnt[j]; d != 0 {
-			if r.pins.pin() {
+			if r.pins.Pin() {
 				r.word(8 * j).Add(d)
-				r.pins.unpin()
+				r.pins.Unpin()
 			}
 			p.lastCnt[j] = v
 			p.stats.SignalsApplied.Add(d)

@@ -551,10 +551,10 @@ func (p *Provider) onCQData(data uint64) {
 // 2 SignalAdd; the first op after a reset claims it).
 func (p *Provider) apply(m *sigMsg) error {
 	r := p.region(m.region)
-	if r == nil || !r.pins.pin() {
+	if r == nil || !r.pins.Pin() {
 		return fmt.Errorf("no such region (closed?): %w", rdma.ErrClosed)
 	}
-	defer r.pins.unpin()
+	defer r.pins.Unpin()
 	words := uint64(r.size / 8)
 	if m.word >= words {
 		return fmt.Errorf("region of %d bytes: %w", r.size, rdma.ErrOutOfBounds)

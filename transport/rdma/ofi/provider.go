@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
 
+	"github.com/rdmactor/rdmactor/internal/pins"
 	"github.com/rdmactor/rdmactor/transport/rdma"
 )
 
@@ -40,7 +40,7 @@ type Provider struct {
 	f     fabricObjs
 	name  []byte // main endpoint's address
 
-	pins     pins        // Posts, Imports, Registers in progress; Close waits for them
+	pins     pins.Pins   // Posts, Imports, Registers in progress; Close waits for them
 	stopping atomic.Bool // the progress goroutine must end
 	done     chan struct{}
 	activity atomic.Uint64 // bumped by every post: keeps the progress goroutine spinning
@@ -315,7 +315,7 @@ func (p *Provider) Close() error {
 	}
 	p.closed = true
 	p.mu.Unlock()
-	p.pins.close() // calls in flight see closed and return
+	p.pins.Close() // calls in flight see closed and return
 
 	p.stopping.Store(true)
 	p.wakeup()
@@ -382,44 +382,6 @@ func (p *Provider) qpByID(id uint64) *qp {
 		return nil
 	}
 	return qs[id]
-}
-
-// pins keeps memory or the provider alive under calls that use it: pin
-// fails once close began, and close waits for the pins held to drop
-// (as in package shm).
-type pins struct {
-	state atomic.Int64 // closedBit | pins held
-}
-
-const closedBit = -1 << 62
-
-func (p *pins) pin() bool {
-	if p.state.Add(1) < 0 {
-		p.state.Add(-1)
-		return false
-	}
-	return true
-}
-
-func (p *pins) unpin() { p.state.Add(-1) }
-
-func (p *pins) isClosed() bool { return p.state.Load() < 0 }
-
-// close marks closed and waits for the pins held; false if already closed.
-func (p *pins) close() bool {
-	for {
-		s := p.state.Load()
-		if s < 0 {
-			return false
-		}
-		if p.state.CompareAndSwap(s, s|closedBit) {
-			break
-		}
-	}
-	for p.state.Load() != closedBit {
-		runtime.Gosched()
-	}
-	return true
 }
 
 // ctxPool hands out C-allocated operation contexts; they are freed only

@@ -227,10 +227,10 @@ func (q *qp) reportDone() int {
 // peer.
 func (q *qp) Post(wqes []rdma.WQE) error {
 	p := q.p
-	if !p.pins.pin() {
+	if !p.pins.Pin() {
 		return &rdma.WQEError{Index: 0, Err: fmt.Errorf("ofi: post to rank %d: %w", q.peer, rdma.ErrClosed)}
 	}
-	defer p.pins.unpin()
+	defer p.pins.Unpin()
 	if q.closed.Load() {
 		return &rdma.WQEError{Index: 0, Err: fmt.Errorf("ofi: post to rank %d: %w", q.peer, rdma.ErrClosed)}
 	}
@@ -606,7 +606,7 @@ func (q *qp) write(buf unsafe.Pointer, n int, desc unsafe.Pointer, dest, raddr, 
 					p.env.postTimeout, newFabricError("fi_writemsg", r))}
 			}
 		}
-		if p.pins.isClosed() || q.closed.Load() {
+		if p.pins.Closed() || q.closed.Load() {
 			return fmt.Errorf("ofi: post: %w", rdma.ErrClosed)
 		}
 		if f := q.fault.Load(); f != nil {
@@ -629,7 +629,7 @@ func (q *qp) localRegion(r rdma.MemoryRegion) (*Region, error) {
 	if lr.p != q.p {
 		return nil, fmt.Errorf("local region of rank %d: registered by another provider", lr.p.cfg.Rank)
 	}
-	if lr.pins.isClosed() {
+	if lr.pins.Closed() {
 		return nil, fmt.Errorf("local region: %w", rdma.ErrClosed)
 	}
 	return lr, nil

@@ -122,7 +122,7 @@ func (q *qp) queryMode(ps *peerState, sig *remoteRegion, modeWord uint64) (uint6
 // queryAborted ends a query past the post timeout, on close or on a fault.
 func (q *qp) queryAborted(start time.Time) error {
 	p := q.p
-	if p.pins.isClosed() || q.closed.Load() {
+	if p.pins.Closed() || q.closed.Load() {
 		return fmt.Errorf("ofi: mode query: %w", rdma.ErrClosed)
 	}
 	if f := q.fault.Load(); f != nil {
@@ -141,14 +141,14 @@ func (p *Provider) answerQuery(m *sigMsg, sender int) {
 		return
 	}
 	res := uint64(queryResultErr)
-	if r := p.region(m.region); r != nil && r.pins.pin() {
+	if r := p.region(m.region); r != nil && r.pins.Pin() {
 		if m.modeWord < uint64(r.size/8) {
 			res = r.word(int(8 * m.modeWord)).Load()
 			if res > rdma.ModeAdd {
 				res = queryResultErr // not a mode word
 			}
 		}
-		r.pins.unpin()
+		r.pins.Unpin()
 	}
 	p.ctrl.word(8 * sender).Store(m.value<<8 | res)
 }

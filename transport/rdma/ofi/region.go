@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rdmactor/rdmactor/internal/pins"
 	"github.com/rdmactor/rdmactor/transport/rdma"
 )
 
@@ -26,7 +27,7 @@ type Region struct {
 	local   bool
 	signals bool // counter strategy: the signals region (its words are signal endpoints' counters)
 	desc    []byte
-	pins    pins // the progress goroutine applying a signal; Close waits
+	pins    pins.Pins // the progress goroutine applying a signal; Close waits
 }
 
 var _ rdma.MemoryRegion = (*Region)(nil)
@@ -34,7 +35,7 @@ var _ rdma.MemoryRegion = (*Region)(nil)
 // Bytes returns the region's memory: exactly Size bytes, zeroed at
 // registration; nil after Close.
 func (r *Region) Bytes() []byte {
-	if r.pins.isClosed() {
+	if r.pins.Closed() {
 		return nil
 	}
 	return r.mem[:r.size:r.size]
@@ -77,7 +78,7 @@ func (r *Region) Close() error {
 
 // close deregisters without touching the provider's tables.
 func (r *Region) close() error {
-	if !r.pins.close() {
+	if !r.pins.Close() {
 		return fmt.Errorf("ofi: close region %d: %w", r.id, rdma.ErrClosed)
 	}
 	if err := r.mr.close(); err != nil {
@@ -116,10 +117,10 @@ func (p *Provider) RegisterMemory(size int, flags rdma.RegionFlags) (rdma.Memory
 	if flags&^rdma.LocalOnly != 0 {
 		return nil, fmt.Errorf("ofi: register: flags %#x: %w", uint32(flags), rdma.ErrNotSupported)
 	}
-	if !p.pins.pin() {
+	if !p.pins.Pin() {
 		return nil, fmt.Errorf("ofi: register: %w", rdma.ErrClosed)
 	}
-	defer p.pins.unpin()
+	defer p.pins.Unpin()
 	r, err := p.register(size, flags&rdma.LocalOnly != 0, false)
 	if err != nil {
 		return nil, err
@@ -256,10 +257,10 @@ func (p *Provider) Import(peer int, desc []byte) (rdma.RemoteRegion, error) {
 	if d.size > uint64(1)<<50 {
 		return nil, fmt.Errorf("ofi: import from rank %d: %w: size %d", peer, errBadDescriptor, d.size)
 	}
-	if !p.pins.pin() {
+	if !p.pins.Pin() {
 		return nil, fmt.Errorf("ofi: import: %w", rdma.ErrClosed)
 	}
-	defer p.pins.unpin()
+	defer p.pins.Unpin()
 	if err := p.learnPeer(peer, &d); err != nil {
 		return nil, fmt.Errorf("ofi: import from rank %d: %w", peer, err)
 	}

@@ -70,13 +70,13 @@ type held struct {
 // once per WQE, and defers with this many returns are not open-coded.
 func (h *held) release() {
 	if h.pinLocal {
-		h.local.pins.unpin()
+		h.local.pins.Unpin()
 	}
 	if h.pinRemote {
-		h.remote.pins.unpin()
+		h.remote.pins.Unpin()
 	}
 	if h.pinSig {
-		h.sig.pins.unpin()
+		h.sig.pins.Unpin()
 	}
 }
 
@@ -115,16 +115,16 @@ func (q *qp) prepare(w *rdma.WQE, h *held) error {
 		}
 		if h.local.local {
 			// Go memory, never unmapped: a closed check is enough.
-			if h.local.pins.closed() {
+			if h.local.pins.Closed() {
 				return fmt.Errorf("local region: %w", rdma.ErrClosed)
 			}
 		} else {
-			if !h.local.pins.pin() {
+			if !h.local.pins.Pin() {
 				return fmt.Errorf("local region: %w", rdma.ErrClosed)
 			}
 			h.pinLocal = true
 		}
-		if !h.remote.pins.pin() {
+		if !h.remote.pins.Pin() {
 			return fmt.Errorf("remote region of rank %d: %w", h.remote.peer, rdma.ErrClosed)
 		}
 		h.pinRemote = true
@@ -154,7 +154,7 @@ func (q *qp) prepare(w *rdma.WQE, h *held) error {
 		return err
 	}
 	if sig != h.remote {
-		if !sig.pins.pin() {
+		if !sig.pins.Pin() {
 			return fmt.Errorf("signal region of rank %d: %w", sig.peer, rdma.ErrClosed)
 		}
 		h.pinSig = true

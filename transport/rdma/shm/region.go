@@ -3,11 +3,9 @@ package shm
 import (
 	"errors"
 	"fmt"
-	"math"
-	"runtime"
 	"sync"
-	"sync/atomic"
 
+	"github.com/rdmactor/rdmactor/internal/pins"
 	"github.com/rdmactor/rdmactor/transport/rdma"
 )
 
@@ -20,43 +18,6 @@ type Unlinker interface {
 	Unlink() error
 }
 
-// pins guards a mapping against being unmapped under a running WQE. Post
-// pins each region a WQE names for the time of the copy and the atomic add;
-// Close sets the closed bit, which fails every later pin, then waits for the
-// pins held to drop before it unmaps. Pinning never blocks, so Posts on
-// several QPs naming the same regions cannot deadlock.
-type pins struct {
-	state atomic.Int64 // closedBit | number of pins held
-}
-
-const closedBit = math.MinInt64
-
-// pin reports whether the region is open and, if so, holds it open until unpin.
-func (p *pins) pin() bool {
-	if p.state.Add(1) < 0 {
-		p.state.Add(-1)
-		return false
-	}
-	return true
-}
-
-func (p *pins) unpin() { p.state.Add(-1) }
-
-// closed reports whether close has begun.
-func (p *pins) closed() bool { return p.state.Load() < 0 }
-
-// close marks the region closed and waits until no pin is held. It reports
-// false if the region was already closed.
-func (p *pins) close() bool {
-	if p.state.Or(closedBit) < 0 {
-		return false
-	}
-	for p.state.Load() != closedBit {
-		runtime.Gosched() // a WQE is copying; Posts are short
-	}
-	return true
-}
-
 // Region is a local memory region of an shm Provider, the concrete type of
 // what RegisterMemory returns. An exported region (without rdma.LocalOnly)
 // is a MAP_SHARED mapping of a file in /dev/shm; a LocalOnly region is
@@ -67,7 +28,7 @@ func (p *pins) close() bool {
 // region (Posts then fail with rdma.ErrClosed).
 type Region struct {
 	p     *Provider
-	pins  pins
+	pins  pins.Pins // a running WQE's hold on the mapping; Close waits for it before unmapping
 	size  int
 	mem   []byte // the whole mapping (mapLen bytes); mem[:size] is the window; immutable
 	desc  []byte // nil for LocalOnly
@@ -86,7 +47,7 @@ var _ rdma.MemoryRegion = (*Region)(nil)
 // registration. It returns nil after Close; the slice must not be used
 // after Close either (its pages are unmapped).
 func (r *Region) Bytes() []byte {
-	if r.pins.closed() {
+	if r.pins.Closed() {
 		return nil
 	}
 	return r.mem[:r.size:r.size]
@@ -119,7 +80,7 @@ func (r *Region) Unlink() error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.pins.closed() {
+	if r.pins.Closed() {
 		return fmt.Errorf("shm: unlink %s: %w", r.path, rdma.ErrClosed)
 	}
 	if r.unlinked {
@@ -146,7 +107,7 @@ func (r *Region) Close() error {
 
 // close does Close's work without touching the provider's tables.
 func (r *Region) close() error {
-	if !r.pins.close() {
+	if !r.pins.Close() {
 		return fmt.Errorf("shm: close region: %w", rdma.ErrClosed)
 	}
 	if r.local {
@@ -171,7 +132,7 @@ func (r *Region) close() error {
 // concrete type behind rdma.RemoteRegion for shm).
 type remoteRegion struct {
 	p    *Provider
-	pins pins
+	pins pins.Pins // as Region's
 	peer int
 	size int
 	mem  []byte // the whole mapping; mem[:size] is the peer's window
@@ -197,7 +158,7 @@ func (r *remoteRegion) Close() error {
 }
 
 func (r *remoteRegion) close() error {
-	if !r.pins.close() {
+	if !r.pins.Close() {
 		return fmt.Errorf("shm: close import of %s: %w", r.path, rdma.ErrClosed)
 	}
 	// r.mem keeps its (now unmapped) value: fields stay immutable so that
