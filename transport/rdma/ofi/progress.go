@@ -482,9 +482,8 @@ func (p *Provider) handle(e *cqEntry) {
 		p.inflight.Add(-1)
 		p.ctxs.put(e.ctx)
 	case ctxStaged:
-		p.stage.put(int(seq) - 1)
 		p.inflight.Add(-1)
-		p.ctxs.put(e.ctx)
+		p.stage.release(e.ctx, int(seq)-1)
 	}
 }
 
@@ -521,9 +520,8 @@ func (p *Provider) handleErr(e *cqErr) {
 		if q := p.qpByID(owner); q != nil {
 			q.setFault(&rdma.QPError{Peer: q.peer, Err: ferr})
 		}
-		p.stage.put(int(seq) - 1)
 		p.inflight.Add(-1)
-		p.ctxs.put(e.ctx)
+		p.stage.release(e.ctx, int(seq)-1)
 	}
 }
 

@@ -183,7 +183,7 @@ func Open(cfg rdma.Config) (rdma.Provider, error) {
 		p.f.close()
 		return nil, fmt.Errorf("ofi: open: staging region: %w", err)
 	}
-	p.stage.init(stage)
+	p.stage.init(stage, &p.ctxs)
 	go p.run()
 	if env.debug {
 		fmt.Fprintf(os.Stderr, "ofi: rank %d: %s on %s (%s), signals %s, mr_mode %v, strong %v, manual progress %v, inject %d\n",

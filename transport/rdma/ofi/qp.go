@@ -5,6 +5,7 @@ package ofi
 import (
 	"errors"
 	"fmt"
+	"math/bits"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -140,6 +141,23 @@ func (q *qp) push(wrID uint64) uint64 {
 	return seq
 }
 
+// done records operation wrID as complete at post (injected, staged, an
+// OpNop). With no earlier operation unreported it reports it at once,
+// without a record; else its record waits for those, in post order.
+//
+// Why: the record's lock, taken to push and again to finish, was two of
+// the mutexes an 8 B put crossed between the peer's signal and the reply
+// on the ping-pong's critical path (docs/ofi.md, session 15). Only Post
+// and Progress move head and tail, and their caller serializes them, so
+// they read the two without the lock.
+func (q *qp) done(wrID uint64) {
+	if q.head == q.tail {
+		q.cq(wrID, nil)
+		return
+	}
+	q.finish(q.push(wrID), opDone, nil)
+}
+
 // finish sets the state of operation seq (the progress goroutine, or Post
 // for operations complete at post).
 func (q *qp) finish(seq uint64, state uint8, err error) {
@@ -184,6 +202,9 @@ func (q *qp) Progress() (int, error) {
 // reportDone hands the completed prefix of the records to the handler, in
 // post order. Post and Progress call it (the caller serializes them).
 func (q *qp) reportDone() int {
+	if q.head == q.tail { // see done
+		return 0
+	}
 	q.mu.Lock()
 	rep := q.report[:0]
 	mask := uint64(len(q.ring) - 1)
@@ -282,8 +303,7 @@ func (q *qp) post1(w *rdma.WQE, ps *peerState, last bool) error {
 	var pl plan
 	switch w.Op {
 	case rdma.OpNop:
-		seq := q.push(w.WrID)
-		q.finish(seq, opDone, nil)
+		q.done(w.WrID)
 		return nil
 	case rdma.OpWrite:
 		var err error
@@ -448,20 +468,19 @@ func (q *qp) submit(wrID uint64, pl *plan, ps *peerState, last bool) error {
 	if !last {
 		flags |= fiMore
 	}
-	seq := q.push(wrID)
 	if pl.n <= stageSlot && !injectOK {
-		if ok, err := q.submitStaged(seq, pl, data, flags); ok || err != nil {
+		if ok, err := q.submitStaged(wrID, pl, data, flags); ok || err != nil {
 			return err
 		}
 	}
 	if pl.n <= p.it.injectSize && injectOK {
 		if err := q.write(pl.local.ptr(pl.lo), pl.n, pl.local.mr.desc, pl.dest, pl.raddr, pl.rkey, q.aux, data, flags|fiInject); err != nil {
-			q.finish(seq, opCancelled, nil)
 			return err
 		}
-		q.finish(seq, opDone, nil)
+		q.done(wrID)
 		return nil
 	}
+	seq := q.push(wrID)
 	c := p.ctxs.get()
 	c.set(ctxOp, q.id, seq)
 	p.inflight.Add(1)
@@ -482,8 +501,9 @@ func (q *qp) submit(wrID uint64, pl *plan, ps *peerState, last bool) error {
 // or loses CQ data, quirks). The staging slot is freed when the write
 // completes; a failure faults the QP. It reports false, with no error, when
 // no slot is free (the caller posts the write from its source instead).
-func (q *qp) submitStaged(seq uint64, pl *plan, data, flags uint64) (bool, error) {
+func (q *qp) submitStaged(wrID uint64, pl *plan, data, flags uint64) (bool, error) {
 	p := q.p
+	var c *ctx
 	buf, desc, slot := pl.local.ptr(pl.lo), pl.local.mr.desc, -1
 	if pl.n > 0 {
 		if slot = p.stage.get(); slot < 0 {
@@ -491,19 +511,18 @@ func (q *qp) submitStaged(seq uint64, pl *plan, data, flags uint64) (bool, error
 		}
 		off := slot * stageSlot
 		copy(p.stage.r.mem[off:off+pl.n], pl.local.mem[pl.lo:pl.lo+pl.n])
-		buf, desc = p.stage.r.ptr(off), p.stage.r.mr.desc
+		buf, desc, c = p.stage.r.ptr(off), p.stage.r.mr.desc, p.stage.ctxs[slot]
+	} else {
+		c = p.ctxs.get()
 	}
-	c := p.ctxs.get()
 	c.set(ctxStaged, q.id, uint64(slot+1))
 	p.inflight.Add(1)
 	if err := q.write(buf, pl.n, desc, pl.dest, pl.raddr, pl.rkey, c, data, flags|fiCompletion); err != nil {
 		p.inflight.Add(-1)
-		p.ctxs.put(c)
-		p.stage.put(slot)
-		q.finish(seq, opCancelled, nil)
+		p.stage.release(c, slot)
 		return true, err
 	}
-	q.finish(seq, opDone, nil)
+	q.done(wrID)
 	return true, nil
 }
 
@@ -514,41 +533,55 @@ const (
 	stageSlots = 64
 )
 
+// stagePool's bitmap holds every slot in one word.
+const _ = uint(64 - stageSlots)
+
 // stagePool hands out staging slots (Post takes, the progress goroutine
-// gives back).
+// gives back), each with its own context for the write that uses it.
+//
+// Why a bitmap and fixed contexts: a staged write is the whole of an 8 B
+// put on tcp, and its post sits between the peer's signal and the reply
+// on the ping-pong's critical path, where every cache line touched counts
+// (docs/ofi.md, session 15). A slot is now one compare-and-swap on one
+// word, and its context comes with it.
 type stagePool struct {
 	r    *Region
-	mu   sync.Mutex
-	free []int
+	pool *ctxPool
+	free atomic.Uint64    // bit i set: slot i is free
+	ctxs [stageSlots]*ctx // slot i's context (C memory, from pool)
 }
 
-func (s *stagePool) init(r *Region) {
-	s.r = r
-	for i := stageSlots - 1; i >= 0; i-- {
-		s.free = append(s.free, i)
+func (s *stagePool) init(r *Region, pool *ctxPool) {
+	s.r, s.pool = r, pool
+	for i := range s.ctxs {
+		s.ctxs[i] = pool.get()
 	}
+	s.free.Store(^uint64(0) >> (64 - stageSlots))
 }
 
-// get returns a free slot, or -1.
+// get takes a free slot, or returns -1.
 func (s *stagePool) get() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.free) == 0 {
-		return -1
+	for {
+		f := s.free.Load()
+		if f == 0 {
+			return -1
+		}
+		i := bits.TrailingZeros64(f)
+		if s.free.CompareAndSwap(f, f&^(1<<i)) {
+			return i
+		}
 	}
-	i := s.free[len(s.free)-1]
-	s.free = s.free[:len(s.free)-1]
-	return i
 }
 
-// put frees slot i (a no-op for -1).
-func (s *stagePool) put(i int) {
-	if i < 0 {
+// release frees slot (-1: none) and gives back c, the context of the
+// staged write that used it: a slot's own context stays with the slot, a
+// zero-byte write's goes back to the provider's pool.
+func (s *stagePool) release(c *ctx, slot int) {
+	if slot < 0 {
+		s.pool.put(c)
 		return
 	}
-	s.mu.Lock()
-	s.free = append(s.free, i)
-	s.mu.Unlock()
+	s.free.Or(1 << slot)
 }
 
 // writeWord posts one zero-byte write carrying word as CQ data into the
