@@ -149,6 +149,16 @@ func (e *Endpoint) faulted(qe *rdma.QPError) {
 	}
 }
 
+// adopted is called once e's group lists it: a QP that failed before e
+// existed reports its fault to e now, and not earlier, so that the
+// supervisor's record names the endpoint (recordFault finds it through
+// the groups).
+func (e *Endpoint) adopted() {
+	if f := e.qp.err.Load(); f != nil {
+		e.faulted(f)
+	}
+}
+
 // kick wakes the actor to drive progress (non-inline providers). At most
 // one kick is queued at a time: a capacity-one doorbell, as NATS' ipqueue.
 func (e *Endpoint) kick() {

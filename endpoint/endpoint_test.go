@@ -323,7 +323,20 @@ func TestQPFaultReachesSupervisorAndSticks(t *testing.T) {
 		err = g.Post(2, signalled(3), nil, false)
 		assert.ErrorIs(t, err, errLinkDown, "also on the QP's other endpoints")
 	}
-	assert.Len(t, m.Faults(), 1)
+	// One record per endpoint of the QP, however many posts met the
+	// fault: the data endpoint's, and that of signal 2's, created after
+	// the fault, which learns of it once its group lists it.
+	require.Eventually(t, func() bool { return len(m.Faults()) == 2 }, 5*time.Second, time.Millisecond)
+	time.Sleep(20 * time.Millisecond)
+	fs := m.Faults()
+	require.Len(t, fs, 2)
+	var routes []string
+	for _, f := range fs {
+		assert.Equal(t, 3, f.Peer)
+		assert.ErrorIs(t, f.Err, errLinkDown)
+		routes = append(routes, f.Route)
+	}
+	assert.ElementsMatch(t, []string{"data", "signal 2"}, routes)
 }
 
 func TestPeerLostFailsQPs(t *testing.T) {

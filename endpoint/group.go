@@ -61,6 +61,7 @@ func (g *Group) Endpoint(sig int) (*Endpoint, error) {
 	next := append(append([]*Endpoint(nil), *g.all.Load()...), e)
 	g.all.Store(&next)
 	g.sc[sig].Store(e)
+	e.adopted()
 	return e, nil
 }
 

@@ -130,6 +130,7 @@ func (m *Manager) Group(ctx, peer int) (*Group, error) {
 	all := []*Endpoint{data}
 	g.all.Store(&all)
 	m.groups[key] = g
+	data.adopted()
 	return g, nil
 }
 
@@ -165,9 +166,6 @@ func (m *Manager) newEndpoint(ctx, peer, sig int) (*Endpoint, error) {
 		return nil, fmt.Errorf("start endpoint actor to rank %d: %w", peer, err)
 	}
 	e.pid.Store(res.(*actor.PID))
-	if f := e.qp.err.Load(); f != nil { // the QP failed before the actor existed
-		e.faulted(f)
-	}
 	return e, nil
 }
 
