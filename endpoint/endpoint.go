@@ -98,12 +98,18 @@ func (e *Endpoint) post(w *rdma.WQE, counter *atomic.Uint64) error {
 	if err != nil {
 		return err
 	}
+	e.fill(seq, w, counter)
+	e.sq.publish(seq, &e.group.tickets)
+	return nil
+}
+
+// fill writes w, with its WrID, and local action counter into reserved
+// entry seq.
+func (e *Endpoint) fill(seq uint64, w *rdma.WQE, counter *atomic.Uint64) {
 	slot, ctr := e.sq.slot(seq)
 	*slot = *w
 	slot.WrID = wrID(e.route, seq)
 	*ctr = counter
-	e.sq.publish(seq, &e.group.tickets)
-	return nil
 }
 
 // postValue stages the low size bytes of v in the entry's PutValue slot and

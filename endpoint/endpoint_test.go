@@ -259,6 +259,59 @@ func TestConcurrentProducersPublishInOrder(t *testing.T) {
 	}
 }
 
+func TestDirectPostSkipsTheQueue(t *testing.T) {
+	// A post to an idle group goes to the QP at once, with no ticket; one
+	// behind an aggregated entry takes the queue, after it.
+	p := &fakeProvider{inline: true}
+	m := newTestManager(t, p, Config{Depth: 4})
+	g, _ := m.Group(0, 1)
+	for i := 1; i <= 6; i++ { // more than the depth: the ring wraps
+		require.NoError(t, g.Post(-1, write(i), nil, false))
+	}
+	assert.Zero(t, g.tickets.Load(), "direct posts take no ticket")
+	require.NoError(t, g.Post(-1, write(7), nil, true))
+	require.NoError(t, g.Post(1, signalled(8), nil, false))
+	assert.NotZero(t, g.tickets.Load(), "a post behind an aggregated entry is queued")
+	var lens []int
+	for _, w := range p.qps[0].posted() {
+		lens = append(lens, w.Len)
+	}
+	assert.Equal(t, []int{1, 2, 3, 4, 5, 6, 7, 8}, lens)
+	assert.Zero(t, g.InFlight())
+}
+
+func TestConcurrentDirectPostsKeepSequence(t *testing.T) {
+	// Producers that never aggregate race for the direct path; a loser
+	// queues, and a winner whose earlier entry of the endpoint is not yet
+	// published merges with it: every entry is posted once, in sequence.
+	p := &fakeProvider{inline: true}
+	m := newTestManager(t, p, Config{Depth: 8})
+	g, _ := m.Group(0, 1)
+	const producers, each = 4, 3000
+	var wg sync.WaitGroup
+	for w := 0; w < producers; w++ {
+		wg.Go(func() {
+			for i := 0; i < each; i++ {
+				if err := g.Post(-1, write(w*each+i+1), nil, false); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	require.NoError(t, g.Flush(deadline(t)))
+	log := p.qps[0].posted()
+	require.Len(t, log, producers*each)
+	last := make([]int, producers)
+	for i, w := range log {
+		require.Equal(t, uint64(i), w.WrID&seqMask, "posted in sequence order")
+		pr := (w.Len - 1) / each
+		require.Greater(t, w.Len, last[pr], "each producer's posts keep their order")
+		last[pr] = w.Len
+	}
+}
+
 func TestQPSharingNtoM(t *testing.T) {
 	p := &fakeProvider{inline: true}
 	m := newTestManager(t, p, Config{Contexts: 4, QPsPerPeer: 2})

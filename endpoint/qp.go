@@ -88,40 +88,57 @@ func (s *sharedQP) post(ep *Endpoint, from, to uint64) error {
 	return err
 }
 
-func (s *sharedQP) postSlice(ep *Endpoint, ws []rdma.WQE) error {
-	var first error
-	for len(ws) > 0 {
-		if f := s.fault(); f != nil {
-			for i := range ws {
-				ep.complete(ws[i].WrID&seqMask, f)
-			}
-			if first == nil {
-				first = f
-			}
-			return first
-		}
-		err := s.qp.Post(ws)
-		if err == nil {
-			return first
-		}
-		var we *rdma.WQEError
-		if !errors.As(err, &we) || we.Index < 0 || we.Index >= len(ws) {
-			// A provider outside the contract: treat as a QP fault at ws[0].
-			we = &rdma.WQEError{Index: 0, Err: &rdma.QPError{Peer: s.peer, Err: err}}
-		}
-		var qe *rdma.QPError
-		if errors.As(we.Err, &qe) {
-			s.fail(qe)
-			ws = ws[we.Index:]
-			continue // the fault branch completes the rest
-		}
-		ep.complete(ws[we.Index].WrID&seqMask, we.Err)
-		if first == nil {
-			first = we.Err
-		}
-		ws = ws[we.Index+1:]
+// postOne is post for the one entry seq, with post's work in its own
+// frame: a direct post (Group.Post) is on a ping-pong's critical path.
+func (s *sharedQP) postOne(ep *Endpoint, seq uint64) error {
+	i := seq & ep.sq.mask
+	ws := ep.sq.wqes[i : i+1]
+	s.postMu.Lock()
+	var err error
+	if s.err.Load() != nil {
+		err = s.postSlice(ep, ws)
+	} else if err = s.qp.Post(ws); err != nil {
+		err = s.postRest(ep, ws, err)
 	}
-	return first
+	s.postMu.Unlock()
+	return err
+}
+
+// postSlice hands ws to the QP, completing with their reasons the WQEs it
+// refuses, and returns the first such reason.
+func (s *sharedQP) postSlice(ep *Endpoint, ws []rdma.WQE) error {
+	if len(ws) == 0 {
+		return nil
+	}
+	if f := s.fault(); f != nil {
+		for i := range ws {
+			ep.complete(ws[i].WrID&seqMask, f)
+		}
+		return f
+	}
+	if err := s.qp.Post(ws); err != nil {
+		return s.postRest(ep, ws, err)
+	}
+	return nil
+}
+
+// postRest handles err, the provider's refusal of ws (a *rdma.WQEError
+// naming the first WQE not posted), and posts the WQEs after that one. It
+// returns the first error of a WQE.
+func (s *sharedQP) postRest(ep *Endpoint, ws []rdma.WQE, err error) error {
+	var we *rdma.WQEError
+	if !errors.As(err, &we) || we.Index < 0 || we.Index >= len(ws) {
+		// A provider outside the contract: treat as a QP fault at ws[0].
+		we = &rdma.WQEError{Index: 0, Err: &rdma.QPError{Peer: s.peer, Err: err}}
+	}
+	var qe *rdma.QPError
+	if errors.As(we.Err, &qe) {
+		s.fail(qe)
+		return s.postSlice(ep, ws[we.Index:]) // completes the rest with the fault
+	}
+	ep.complete(ws[we.Index].WrID&seqMask, we.Err)
+	_ = s.postSlice(ep, ws[we.Index+1:]) // later WQEs' reasons reach their completions; the first is returned
+	return we.Err
 }
 
 // progress drives the provider's completions (manual progress). It returns
