@@ -49,8 +49,12 @@ func (x *Context) WaitSignal(ctx context.Context, s Signal, least uint64, bits i
 	if err != nil {
 		return 0, err
 	}
-	defer x.c.leave()
-	return x.c.wait(ctx, w, least, m, "signal", int(s))
+	// Not wait and a deferred leave: the return from a wait is on a
+	// ping-pong's critical path, where each frame's code is cold after the
+	// kernel's send (docs/ofi.md, session 16).
+	v, err := x.c.waitDriving(ctx, w, least, m, "signal", int(s), x.c.driver())
+	x.c.leave()
+	return v, err
 }
 
 // ResetSignal sets signal s to 0, clears its SignalInc/SignalAdd mode and

@@ -11,6 +11,14 @@ type Team struct {
 	Stride int // world-rank distance between consecutive members
 }
 
+// peerRank is the world rank of team peer p for a caller of world rank
+// me, unchecked (has checks it).
+func (t Team) peerRank(me, p int) int { return me + (p-t.Rank)*t.Stride }
+
+// has reports whether p is a peer of t and its world rank w one of a
+// world of size ranks: worldRank's success, inlinable.
+func (t Team) has(p, w, size int) bool { return p >= 0 && p < t.NRanks && w >= 0 && w < size }
+
 // worldRank maps team peer p to a world rank of a world of size ranks, for
 // a caller of world rank me.
 func (t Team) worldRank(me, size, p int) (int, error) {
