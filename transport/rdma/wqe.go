@@ -83,3 +83,6 @@ func CheckWord(what string, off, size int) error {
 	}
 	return nil
 }
+
+// IsWord reports whether CheckWord would accept off (inlinable).
+func IsWord(off, size int) bool { return InBounds(off, 8, size) && off%8 == 0 }

@@ -118,16 +118,8 @@ func encodeSig(out []uint64, m sigMsg, sender int) ([]uint64, error) {
 	if sender < 0 || sender > maxSender {
 		return out, fmt.Errorf("sender rank %d: %w", sender, errUnencodable)
 	}
-	if m.op != opQuery && m.region < 1<<inlineRegionBits && m.word < 1<<inlineWordBits && m.value < 1<<inlineValueBits &&
-		(m.op == opVA || !m.explicit) {
-		kind := uint64(kindInc)
-		switch m.op {
-		case opAdd:
-			kind = kindAdd
-		case opVA:
-			kind = kindVA
-		}
-		return append(out, kind<<kindShift|m.region<<(inlineWordBits+inlineValueBits)|m.word<<inlineValueBits|m.value), nil
+	if w, ok := inlineWord(m); ok {
+		return append(out, w), nil
 	}
 	s := uint64(sender)
 	ext := func(sub, payload uint64) uint64 {
@@ -149,6 +141,17 @@ func encodeSig(out []uint64, m sigMsg, sender int) ([]uint64, error) {
 	return append(out, uint64(kindCommit)<<kindShift|s<<(subBits+payloadBits)|uint64(m.op)<<payloadBits|m.value&maxPayload), nil
 }
 
+// inlineWord is m's one CQ data word where m is of an inline kind and its
+// fields fit (encodeSig's common case, inlinable: no sender needed).
+func inlineWord(m sigMsg) (uint64, bool) {
+	if m.op > opVA || m.region == 0 || m.region >= 1<<inlineRegionBits || m.word >= 1<<inlineWordBits ||
+		m.value >= 1<<inlineValueBits || (m.op != opVA && m.explicit) {
+		return 0, false
+	}
+	// opInc, opAdd, opVA are kindInc, kindAdd, kindVA less one
+	return uint64(m.op+kindInc)<<kindShift | m.region<<(inlineWordBits+inlineValueBits) | m.word<<inlineValueBits | m.value, true
+}
+
 // pendingSig is the target's state of one sender's EXT run.
 type pendingSig struct {
 	region, word, modeWord, valueHi uint64
@@ -161,6 +164,19 @@ type decoder struct {
 	pending []pendingSig // by sender rank
 }
 
+// isInline reports whether w is a word of an inline kind (decodeInline).
+func isInline(w uint64) bool { k := w >> kindShift; return k >= kindInc && k <= kindVA }
+
+// decodeInline is decode of a word of an inline kind (inlinable).
+func decodeInline(w uint64) sigMsg {
+	return sigMsg{
+		op:     sigOp(w>>kindShift - kindInc), // opInc, opAdd, opVA
+		region: w >> (inlineWordBits + inlineValueBits) & (1<<inlineRegionBits - 1),
+		word:   w >> inlineValueBits & (1<<inlineWordBits - 1),
+		value:  w & (1<<inlineValueBits - 1),
+	}
+}
+
 // errBadImm is wrapped by every decoding error.
 var errBadImm = errors.New("malformed signal immediate data")
 
@@ -169,11 +185,7 @@ var errBadImm = errors.New("malformed signal immediate data")
 func (d *decoder) decode(w uint64) (m sigMsg, sender int, ok bool, err error) {
 	switch kind := w >> kindShift; kind {
 	case kindInc, kindAdd, kindVA:
-		m.op = sigOp(kind - kindInc) // opInc, opAdd, opVA
-		m.region = w >> (inlineWordBits + inlineValueBits) & (1<<inlineRegionBits - 1)
-		m.word = w >> inlineValueBits & (1<<inlineWordBits - 1)
-		m.value = w & (1<<inlineValueBits - 1)
-		return m, -1, true, nil
+		return decodeInline(w), -1, true, nil
 	case kindExt, kindCommit:
 		sender = int(w >> (subBits + payloadBits) & maxSender)
 		if sender >= len(d.pending) {

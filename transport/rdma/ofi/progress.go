@@ -272,7 +272,18 @@ func (p *Provider) Poll() int {
 		return 0
 	}
 	p.schedPoint()
-	return p.tryPoll(true)
+	// tryPoll(true), without its frame (a waiter's return from the read
+	// that lands a signal is on a ping-pong's critical path)
+	if !p.pollMu.TryLock() {
+		return 0
+	}
+	p.polls.Add(1)
+	n := p.poll(p.pollBuf())
+	if n > 0 {
+		p.busy()
+	}
+	p.pollMu.Unlock()
+	return n
 }
 
 // push drives the provider once after a post (quirks.progressAtPost), so
@@ -291,19 +302,16 @@ func (p *Provider) Poll() int {
 // back (10 interleaved rounds; docs/ofi.md, session 9).
 func (p *Provider) push() {
 	p.pushes.Add(1)
-	p.tryPoll(false)
+	p.tryPoll()
 }
 
-// tryPoll reads the CQ once unless another reader holds it, counting the
-// read as a waiter's (polls) when waiter, and returns how much it handled.
-func (p *Provider) tryPoll(waiter bool) int {
+// tryPoll reads the CQ once unless another reader holds it and returns
+// how much it handled (Poll's read, for a post).
+func (p *Provider) tryPoll() int {
 	if !p.pollMu.TryLock() {
 		return 0
 	}
 	defer p.pollMu.Unlock()
-	if waiter {
-		p.polls.Add(1)
-	}
 	n := p.poll(p.pollBuf())
 	if n > 0 {
 		p.busy()
@@ -433,7 +441,19 @@ func (p *Provider) poll(ents []cqEntry) int {
 	switch n := p.f.pollCQ(ents); {
 	case n > 0:
 		for i := range ents[:n] {
-			p.handle(&ents[i])
+			e := &ents[i]
+			// A peer's signal of an inline kind is applied here, not
+			// through handle and onCQData: two frames fewer on a
+			// ping-pong's critical path, cold there (docs/ofi.md,
+			// session 16).
+			if e.flags&(fiRemoteWrite|fiRemoteCQData) == fiRemoteWrite|fiRemoteCQData && isInline(e.data) {
+				m := decodeInline(e.data)
+				if err := p.apply(&m); err != nil {
+					p.applyError(&m, err)
+				}
+				continue
+			}
+			p.handle(e)
 		}
 		got = n
 	case n == -codeAvail:
@@ -540,8 +560,13 @@ func (p *Provider) onCQData(data uint64) {
 		return
 	}
 	if err := p.apply(&m); err != nil {
-		p.signalError(fmt.Errorf("signal %v of %d to word %d of region %d: %w", m.op, m.value, m.word, m.region, err))
+		p.applyError(&m, err)
 	}
+}
+
+// applyError records that m could not be applied.
+func (p *Provider) applyError(m *sigMsg, err error) {
+	p.signalError(fmt.Errorf("signal %v of %d to word %d of region %d: %w", m.op, m.value, m.word, m.region, err))
 }
 
 // apply adds m.value to the signal word, after checking and claiming its
