@@ -223,39 +223,48 @@ func TestPutValueSizes(t *testing.T) {
 }
 
 func TestConcurrentProducersPublishInOrder(t *testing.T) {
-	p := &fakeProvider{inline: true}
-	m := newTestManager(t, p, Config{Depth: 16})
-	g, _ := m.Group(0, 1)
-	const producers, each = 4, 2000
-	var wg sync.WaitGroup
-	for w := 0; w < producers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < each; i++ {
-				if err := g.Post(-1, write(w*each+i+1), nil, i%4 != 3); err != nil {
-					t.Error(err)
-					return
-				}
+	// Mixed: three posts in four aggregated. Never: producers race for
+	// the direct path (Group.Post); a loser queues, and a winner whose
+	// earlier entry of the endpoint is not yet published merges with it.
+	// Either way every entry is posted once, in sequence.
+	for name, aggregate := range map[string]func(i int) bool{
+		"mixed": func(i int) bool { return i%4 != 3 },
+		"never": func(int) bool { return false },
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := &fakeProvider{inline: true}
+			m := newTestManager(t, p, Config{Depth: 16})
+			g, _ := m.Group(0, 1)
+			const producers, each = 4, 2000
+			var wg sync.WaitGroup
+			for w := 0; w < producers; w++ {
+				wg.Go(func() {
+					for i := 0; i < each; i++ {
+						if err := g.Post(-1, write(w*each+i+1), nil, aggregate(i)); err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				})
 			}
-		}()
-	}
-	wg.Wait()
-	require.NoError(t, g.Flush(deadline(t)))
-	log := p.qps[0].posted()
-	require.Len(t, log, producers*each)
-	seen := map[int]bool{}
-	for i, w := range log {
-		require.Equal(t, uint64(i), w.WrID&seqMask, "posted in sequence order")
-		require.False(t, seen[w.Len], "posted once")
-		seen[w.Len] = true
-	}
-	// each producer's own posts keep their order
-	last := make([]int, producers)
-	for _, w := range log {
-		pr := (w.Len - 1) / each
-		require.Greater(t, w.Len, last[pr])
-		last[pr] = w.Len
+			wg.Wait()
+			require.NoError(t, g.Flush(deadline(t)))
+			log := p.qps[0].posted()
+			require.Len(t, log, producers*each)
+			seen := map[int]bool{}
+			for i, w := range log {
+				require.Equal(t, uint64(i), w.WrID&seqMask, "posted in sequence order")
+				require.False(t, seen[w.Len], "posted once")
+				seen[w.Len] = true
+			}
+			// each producer's own posts keep their order
+			last := make([]int, producers)
+			for _, w := range log {
+				pr := (w.Len - 1) / each
+				require.Greater(t, w.Len, last[pr])
+				last[pr] = w.Len
+			}
+		})
 	}
 }
 
@@ -278,38 +287,6 @@ func TestDirectPostSkipsTheQueue(t *testing.T) {
 	}
 	assert.Equal(t, []int{1, 2, 3, 4, 5, 6, 7, 8}, lens)
 	assert.Zero(t, g.InFlight())
-}
-
-func TestConcurrentDirectPostsKeepSequence(t *testing.T) {
-	// Producers that never aggregate race for the direct path; a loser
-	// queues, and a winner whose earlier entry of the endpoint is not yet
-	// published merges with it: every entry is posted once, in sequence.
-	p := &fakeProvider{inline: true}
-	m := newTestManager(t, p, Config{Depth: 8})
-	g, _ := m.Group(0, 1)
-	const producers, each = 4, 3000
-	var wg sync.WaitGroup
-	for w := 0; w < producers; w++ {
-		wg.Go(func() {
-			for i := 0; i < each; i++ {
-				if err := g.Post(-1, write(w*each+i+1), nil, false); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	require.NoError(t, g.Flush(deadline(t)))
-	log := p.qps[0].posted()
-	require.Len(t, log, producers*each)
-	last := make([]int, producers)
-	for i, w := range log {
-		require.Equal(t, uint64(i), w.WrID&seqMask, "posted in sequence order")
-		pr := (w.Len - 1) / each
-		require.Greater(t, w.Len, last[pr], "each producer's posts keep their order")
-		last[pr] = w.Len
-	}
 }
 
 func TestQPSharingNtoM(t *testing.T) {
