@@ -157,7 +157,7 @@ func (x *Context) send(r int, w *rdma.WQE, remote RemoteAction, ctr *atomic.Uint
 	if remote.kind == remoteInc && int(remote.signal) < c.cfg.Signals {
 		// signalOf's usual case, inline (see Put)
 		sig = int(remote.signal)
-		w.Signal = rdma.Signal{Mode: rdma.SignalInc, Region: c.signals.remotes[r], Off: 8 * sig, Value: remote.value, ModeOff: c.modeOff(remote.signal)}
+		w.Signal = c.indexed(rdma.SignalInc, remote, r)
 	} else if remote.kind != remoteNone {
 		var err error
 		if sig, err = c.signalOf(remote, r, &w.Signal); err != nil {
@@ -214,8 +214,7 @@ func (c *Comm) signalOf(a RemoteAction, r int, s *rdma.Signal) (int, error) {
 		if a.kind == remoteAdd {
 			mode = rdma.SignalAdd
 		}
-		*s = rdma.Signal{Mode: mode, Region: c.signals.remotes[r], Off: 8 * int(a.signal),
-			Value: a.value, ModeOff: c.modeOff(a.signal)}
+		*s = c.indexed(mode, a, r)
 		return int(a.signal), nil
 	default: // VA signal
 		if err := a.window.vaWord("VA signal", a.offset); err != nil {
@@ -227,6 +226,13 @@ func (c *Comm) signalOf(a RemoteAction, r int, s *rdma.Signal) (int, error) {
 		*s = rdma.Signal{Mode: rdma.SignalVA, Region: a.window.remotes[r], Off: a.offset, Value: a.value, ModeOff: -1}
 		return -1, nil
 	}
+}
+
+// indexed is the rdma.Signal of indexed remote action a (SignalInc or
+// SignalAdd, as mode) towards world rank r: the peer's signal word and its
+// mode word.
+func (c *Comm) indexed(mode rdma.SignalMode, a RemoteAction, r int) rdma.Signal {
+	return rdma.Signal{Mode: mode, Region: c.signals.remotes[r], Off: 8 * int(a.signal), Value: a.value, ModeOff: c.modeOff(a.signal)}
 }
 
 // counterOf returns the counter word a local action ticks, or nil.
