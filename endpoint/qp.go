@@ -88,8 +88,9 @@ func (s *sharedQP) post(ep *Endpoint, from, to uint64) error {
 	return err
 }
 
-// postOne is post for the one entry seq, with post's work in its own
-// frame: a direct post (Group.Post) is on a ping-pong's critical path.
+// postOne is post for the one entry seq. It hands it to the QP without
+// post's and postSlice's frames, because a direct post (Group.Post) is on
+// a ping-pong's critical path; only a fault or a refusal goes their way.
 func (s *sharedQP) postOne(ep *Endpoint, seq uint64) error {
 	i := seq & ep.sq.mask
 	ws := ep.sq.wqes[i : i+1]
