@@ -115,12 +115,12 @@ static struct fid *rdx_fabric_fid(struct fid_fabric *p) { return &p->fid; }
 // region is bound to ep and enabled; with rma_event (FI_MR_RMA_EVENT) it is
 // registered with FI_RMA_EVENT and enabled.
 static int rdx_mr_reg(struct fid_domain *d, void *buf, size_t len, uint64_t access, uint64_t key,
-		struct fid_ep *bind_ep, int rma_event, struct fid_mr **mr, void **desc, uint64_t *out_key) {
+		struct fid_ep *bind_ep, int rma_event, struct fid_mr **mr, uintptr_t *desc, uint64_t *out_key) {
 	int r = fi_mr_reg(d, buf, len, access, 0, key, rma_event ? FI_RMA_EVENT : 0, mr, NULL);
 	if (r) return r;
 	if (bind_ep && (r = fi_mr_bind(*mr, &bind_ep->fid, 0))) return r;
 	if ((bind_ep || rma_event) && (r = fi_mr_enable(*mr))) return r;
-	*desc = fi_mr_desc(*mr);
+	*desc = (uintptr_t)fi_mr_desc(*mr);
 	*out_key = fi_mr_key(*mr);
 	return 0;
 }
@@ -151,9 +151,11 @@ static ssize_t rdx_write(uintptr_t epp, uintptr_t bufp, size_t len, uintptr_t de
 
 // rdx_read posts one RMA read (fi_readmsg) of len bytes from (addr, key) at
 // src into buf.
-static ssize_t rdx_read(struct fid_ep *ep, void *buf, size_t len, void *desc, fi_addr_t src,
-		uint64_t addr, uint64_t key, void *ctx, uint64_t flags) {
-	struct iovec iov = { buf, len };
+static ssize_t rdx_read(uintptr_t epp, uintptr_t bufp, size_t len, uintptr_t descp, fi_addr_t src,
+		uint64_t addr, uint64_t key, uintptr_t ctx, uint64_t flags) {
+	struct fid_ep *ep = (struct fid_ep *)epp;
+	void *desc = (void *)descp;
+	struct iovec iov = { (void *)bufp, len };
 	struct fi_rma_iov rma = { addr, len, key };
 	struct fi_msg_rma m;
 	m.msg_iov = &iov;
@@ -162,7 +164,7 @@ static ssize_t rdx_read(struct fid_ep *ep, void *buf, size_t len, void *desc, fi
 	m.addr = src;
 	m.rma_iov = &rma;
 	m.rma_iov_count = 1;
-	m.context = ctx;
+	m.context = (void *)ctx;
 	m.data = 0;
 	return fi_readmsg(ep, &m, flags);
 }
@@ -476,7 +478,11 @@ func (f *fabricObjs) avInsert(name []byte) (uint64, error) {
 // mr is one registration.
 type mr struct {
 	c    *C.struct_fid_mr
-	desc unsafe.Pointer // fi_mr_desc, passed with every local buffer (FI_MR_LOCAL)
+	// desc is fi_mr_desc, passed with every local buffer (FI_MR_LOCAL). It is
+	// an opaque provider value (tcp returns small integers such as 0x2), so it
+	// lives in a uintptr: in an unsafe.Pointer the garbage collector would
+	// take it for a bad pointer ("invalid pointer found on stack").
+	desc uintptr
 	key  uint64         // fi_mr_key: the requested key, or the provider's (FI_MR_PROV_KEY)
 }
 
@@ -492,7 +498,7 @@ func (f *fabricObjs) regMR(mem []byte, access, key uint64, bindEP, rmaEvent bool
 		ev = 1
 	}
 	var m mr
-	var desc unsafe.Pointer
+	var desc C.uintptr_t
 	var k C.uint64_t
 	r := C.rdx_mr_reg(f.dom, unsafe.Pointer(unsafe.SliceData(mem)), C.size_t(len(mem)), C.uint64_t(access), C.uint64_t(key), ep, ev, &m.c, &desc, &k)
 	if r != 0 {
@@ -501,7 +507,7 @@ func (f *fabricObjs) regMR(mem []byte, access, key uint64, bindEP, rmaEvent bool
 		}
 		return mr{}, newFabricError("fi_mr_reg", int(r))
 	}
-	m.desc, m.key = desc, uint64(k)
+	m.desc, m.key = uintptr(desc), uint64(k)
 	return m, nil
 }
 
@@ -563,18 +569,19 @@ func (c *ctx) fields() (kind, owner, seq uint64) {
 
 // write posts fi_writemsg on ep (nil: the main endpoint). It returns the raw
 // return code: 0, -FI_EAGAIN or another negative code.
-func (f *fabricObjs) write(buf unsafe.Pointer, n int, desc unsafe.Pointer, dest, addr, key uint64, c *ctx, data, flags uint64) int {
+func (f *fabricObjs) write(buf unsafe.Pointer, n int, desc uintptr, dest, addr, key uint64, c *ctx, data, flags uint64) int {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	return int(C.rdx_write(C.uintptr_t(uintptr(unsafe.Pointer(f.ep))), C.uintptr_t(uintptr(buf)), C.size_t(n), C.uintptr_t(uintptr(desc)),
+	return int(C.rdx_write(C.uintptr_t(uintptr(unsafe.Pointer(f.ep))), C.uintptr_t(uintptr(buf)), C.size_t(n), C.uintptr_t(desc),
 		C.fi_addr_t(dest), C.uint64_t(addr), C.uint64_t(key), C.uintptr_t(uintptr(unsafe.Pointer(c))), C.uint64_t(data), C.uint64_t(flags)))
 }
 
 // read posts fi_readmsg on the main endpoint; return code as write.
-func (f *fabricObjs) read(buf unsafe.Pointer, n int, desc unsafe.Pointer, src, addr, key uint64, c *ctx, flags uint64) int {
+func (f *fabricObjs) read(buf unsafe.Pointer, n int, desc uintptr, src, addr, key uint64, c *ctx, flags uint64) int {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	return int(C.rdx_read(f.ep, buf, C.size_t(n), desc, C.fi_addr_t(src), C.uint64_t(addr), C.uint64_t(key), unsafe.Pointer(c), C.uint64_t(flags)))
+	return int(C.rdx_read(C.uintptr_t(uintptr(unsafe.Pointer(f.ep))), C.uintptr_t(uintptr(buf)), C.size_t(n), C.uintptr_t(desc),
+		C.fi_addr_t(src), C.uint64_t(addr), C.uint64_t(key), C.uintptr_t(uintptr(unsafe.Pointer(c))), C.uint64_t(flags)))
 }
 
 // cqEntry is what the progress loop needs of one CQ entry.

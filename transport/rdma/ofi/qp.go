@@ -636,7 +636,7 @@ func (q *qp) writeWord(ps *peerState, word uint64, more bool) error {
 // write posts one fi_writemsg, retrying -FI_EAGAIN (the provider's queue is
 // full, or the connection is being set up) until the post timeout. A
 // failure is a *rdma.QPError naming the libfabric code.
-func (q *qp) write(buf unsafe.Pointer, n int, desc unsafe.Pointer, dest, raddr, rkey uint64, c *ctx, data, flags uint64) error {
+func (q *qp) write(buf unsafe.Pointer, n int, desc uintptr, dest, raddr, rkey uint64, c *ctx, data, flags uint64) error {
 	if r := q.p.f.write(buf, n, desc, dest, raddr, rkey, c, data, flags); r != 0 {
 		return q.writeAgain(r, buf, n, desc, dest, raddr, rkey, c, data, flags)
 	}
@@ -644,7 +644,7 @@ func (q *qp) write(buf unsafe.Pointer, n int, desc unsafe.Pointer, dest, raddr, 
 }
 
 // writeAgain is write after a first fi_writemsg that returned r (not 0).
-func (q *qp) writeAgain(r int, buf unsafe.Pointer, n int, desc unsafe.Pointer, dest, raddr, rkey uint64, c *ctx, data, flags uint64) error {
+func (q *qp) writeAgain(r int, buf unsafe.Pointer, n int, desc uintptr, dest, raddr, rkey uint64, c *ctx, data, flags uint64) error {
 	p := q.p
 	var start time.Time
 	for i := 0; r == -codeAgain; i++ {
