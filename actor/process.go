@@ -121,9 +121,6 @@ func (n *Node) sendWith(put func(int, mailbox.Kind, []byte) error, rank int, kin
 		err = put(rank, mailboxKind(kind), e.buf)
 	}
 	putEncoder(e)
-	if sender != nil && err == nil {
-		n.mb.Wake() // a request: its answer should find the receive loop awake
-	}
 	if err != nil && errors.Is(err, gin.ErrPeerLost) {
 		n.commFailed(err)
 	}

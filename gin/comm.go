@@ -25,6 +25,9 @@ type Comm struct {
 	boot   Bootstrap
 	prov   rdma.Provider
 	poller rdma.Poller // prov, where waits can drive its progress; else nil
+	// bell is rung by every put that adds to one of this rank's signals,
+	// where the provider offers it (rdma.Belled: shm); nil otherwise.
+	bell rdma.Doorbell
 	caps   rdma.Capabilities
 	rank   int
 	size   int
@@ -87,6 +90,9 @@ func NewComm(ctx context.Context, boot Bootstrap, cfg Config) (*Comm, error) {
 		c.teardown()
 		return nil, fmt.Errorf("new comm: signals: %w", err)
 	}
+	if b, ok := c.signals.mr.(rdma.Belled); ok && c.poller == nil {
+		c.bell = b.Doorbell()
+	}
 	c.contexts = make([]*Context, cfg.Contexts)
 	for i := range c.contexts {
 		c.contexts[i] = &Context{c: c, index: i, groups: make([]atomic.Pointer[endpoint.Group], c.size)}
@@ -136,6 +142,15 @@ func (c *Comm) modeOff(s Signal) int { return rdma.SignalModeOff(c.cfg.Signals, 
 func (c *Comm) peerLost(e *rdma.PeerLostError) {
 	c.lost.CompareAndSwap(nil, e)
 	c.eps.PeerLost(e.Rank, e)
+	c.kick()
+}
+
+// kick wakes every wait blocked on the signal doorbell, so that it looks
+// at the Comm's state (closed, a peer lost) at once.
+func (c *Comm) kick() {
+	if c.bell != nil && c.busy.Load() > 0 {
+		c.bell.Kick()
+	}
 }
 
 // Rank is this rank's index in the world, 0 <= Rank < Size.
@@ -256,10 +271,12 @@ func (c *Comm) Close() error {
 	if !c.closed.CompareAndSwap(false, true) {
 		return nil
 	}
-	// A wait notices the close within one park (Config.Idle.MaxSleep);
-	// nothing else holds mapped memory for long.
+	// A wait blocked on the doorbell is kicked; one that parks on timers
+	// notices the close within one park (Config.Idle.MaxSleep). Nothing
+	// else holds mapped memory for long.
 	deadline := time.Now().Add(c.cfg.PostTimeout)
 	for c.busy.Load() > 0 && time.Now().Before(deadline) {
+		c.kick()
 		time.Sleep(50 * time.Microsecond)
 	}
 	if n := c.busy.Load(); n > 0 {

@@ -57,6 +57,71 @@ func (x *Context) WaitSignal(ctx context.Context, s Signal, least uint64, bits i
 	return v, err
 }
 
+// SignalWait is one member of a WaitSignals set: signal Signal reaching
+// Least (in rolling order, in the low bits of the wait).
+type SignalWait struct {
+	Signal Signal
+	Least  uint64
+}
+
+// WaitSignals waits until any member of set reaches its Least in the low
+// bits bits (1..64) and returns the index in set of the first member found
+// ready and the value read. It is WaitSignal over several signals at once,
+// as a receive loop over many senders needs: it spins briefly, then blocks
+// until a put or signal reaches any signal of this rank (shm: the signal
+// region's doorbell, a futex; ofi: the completion queue's wait), and
+// re-checks. Members are checked in order on every pass, so an earlier
+// member wins when several are ready.
+//
+// It ends as WaitSignal does: ctx's error when ctx ends, ErrPeerLost or
+// ErrClosed when those happen meanwhile. An empty set is ErrBadArgument,
+// an unknown signal ErrUnknownSignal.
+func (x *Context) WaitSignals(ctx context.Context, set []SignalWait, bits int) (int, uint64, error) {
+	m, err := mask(bits, 64)
+	if err != nil {
+		return -1, 0, err
+	}
+	if len(set) == 0 {
+		return -1, 0, fmt.Errorf("wait signals: empty set: %w", ErrBadArgument)
+	}
+	for _, sw := range set {
+		if int(sw.Signal) >= x.c.cfg.Signals {
+			return -1, 0, fmt.Errorf("wait signals: signal %d of %d: %w", sw.Signal, x.c.cfg.Signals, ErrUnknownSignal)
+		}
+	}
+	if err := x.c.enter(); err != nil {
+		return -1, 0, err
+	}
+	defer x.c.leave()
+	words := x.c.signals.Bytes()
+	ready := func() (int, uint64) {
+		for i, sw := range set {
+			if v := memword.Uint64(words, 8*int(sw.Signal)).Load() & m; rollingLE(sw.Least&m, v, m) {
+				return i, v
+			}
+		}
+		return -1, 0
+	}
+	if i, v := ready(); i >= 0 {
+		return i, v, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return -1, 0, fmt.Errorf("wait signals (%d): %w", len(set), err)
+	}
+	b := x.c.backoff(ctx, x.c.driver())
+	defer b.Stop()
+	for {
+		if i, v := ready(); i >= 0 {
+			return i, v, nil
+		}
+		if b.Idle() {
+			if err := x.c.waitErr(ctx); err != nil {
+				return -1, 0, fmt.Errorf("wait signals (%d): %w", len(set), err)
+			}
+		}
+	}
+}
+
 // ResetSignal sets signal s to 0, clears its SignalInc/SignalAdd mode and
 // its shadow (ncclGin::resetSignal, NCCL 2.28). It "may not race with
 // concurrent modifications to the signal": call it when no peer can be
@@ -74,12 +139,7 @@ func (x *Context) ResetSignal(s Signal) error {
 }
 
 // wait is every rdmactor wait on a local word: until least <= word (rolling,
-// mask m), ctx ends, the Comm closes or a peer is lost. Deadlines are looked
-// at only when the backoff parks, so the spinning path stays a load and a
-// compare. On a Poller provider the backoff drives it (idle.NewDriven): a
-// signal that only lands when somebody reads the CQ (tcp;ofi_rxm) is landed
-// by its waiter, which then blocks in PollWait, at most Config.Idle.MaxSleep
-// (rounded up to the provider's unit, 1 ms on ofi) between deadline checks.
+// mask m), ctx ends, the Comm closes or a peer is lost.
 func (c *Comm) wait(ctx context.Context, w *atomic.Uint64, least, m uint64, what string, id int) (uint64, error) {
 	return c.waitDriving(ctx, w, least, m, what, id, c.driver())
 }
@@ -93,25 +153,53 @@ func (c *Comm) driver() idle.Driver {
 	return c.poller
 }
 
+// backoff paces one wait on this rank's signals: it drives d where the
+// provider is a Poller (a signal that only lands when somebody reads the
+// CQ, tcp;ofi_rxm, is landed by its waiter, which then blocks in
+// PollWait), else blocks on the signal doorbell where the provider rings
+// one (shm), else parks on timers. Deadlines and ctx are looked at when
+// Idle reports true, so the spinning path stays a load and a compare.
+func (c *Comm) backoff(ctx context.Context, d idle.Driver) idle.Backoff {
+	if d != nil {
+		return idle.NewDriven(c.cfg.Idle, d)
+	}
+	if c.bell != nil {
+		return idle.NewBelled(ctx, c.cfg.Idle, c.bell)
+	}
+	return idle.New(c.cfg.Idle)
+}
+
 // waitDriving is wait driving d (nil: none) while it waits.
 func (c *Comm) waitDriving(ctx context.Context, w *atomic.Uint64, least, m uint64, what string, id int, d idle.Driver) (uint64, error) {
 	least &= m
 	if v := w.Load() & m; rollingLE(least, v, m) {
 		return v, nil
 	}
-	b := idle.NewDriven(c.cfg.Idle, d)
+	if err := ctx.Err(); err != nil {
+		v := w.Load() & m
+		return v, fmt.Errorf("wait %s %d for %d (at %d): %w", what, id, least, v, err)
+	}
+	b := c.backoff(ctx, d)
 	for {
 		if v := w.Load() & m; rollingLE(least, v, m) {
+			b.Stop()
 			return v, nil
 		}
 		if b.Idle() {
-			if err := c.check(); err != nil {
-				return 0, fmt.Errorf("wait %s %d for %d: %w", what, id, least, err)
-			}
-			if err := ctx.Err(); err != nil {
+			if err := c.waitErr(ctx); err != nil {
+				b.Stop()
 				v := w.Load() & m
 				return v, fmt.Errorf("wait %s %d for %d (at %d): %w", what, id, least, v, err)
 			}
 		}
 	}
+}
+
+// waitErr is why a wait must end now: the Comm closed or lost a peer, or
+// ctx ended.
+func (c *Comm) waitErr(ctx context.Context) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	return ctx.Err()
 }

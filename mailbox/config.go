@@ -5,37 +5,7 @@ import (
 	"time"
 
 	"github.com/rdmactor/rdmactor/gin"
-	"github.com/rdmactor/rdmactor/internal/idle"
 )
-
-// Idle paces the receive loop and the credit wait of a full ring: spin,
-// then yield, then park with doubling sleeps (the Aeron
-// BackoffIdleStrategy; the same type as gin.Config.Idle).
-type Idle = idle.Strategy
-
-// DefaultIdle is the receive loop's pacing when Config.Idle is zero: a
-// short spin (100 polls), then about 3 ms of yields (20000
-// runtime.Gosched calls of about 0.14 µs each on the benchmark host; a
-// yield lets the actor a frame was just delivered to run on this
-// processor at once, which matters on small machines), then parks with
-// sleeps from 50 µs doubling to 4 ms.
-//
-// Parking is a time.Sleep, and what it costs sets MaxSleep: Go rounds a
-// short sleep up to its netpoller's millisecond (a 20 µs sleep takes about
-// 0.9 ms on the benchmark host), and each wake-up costs 25 to 50 µs of CPU
-// in runtime and kernel there (a VM), so 1 ms sleeps would keep an idle
-// rank at 2 to 5% of a core. At 4 ms an idle rank uses well under 1%, and
-// a message that finds the loop parked waits up to 4 ms. Lower MaxSleep
-// for faster wake-ups at more idle CPU; see doc.go, "Idle", for what
-// would remove the trade-off.
-var DefaultIdle = Idle{Spins: 100, Yields: 20000, MinSleep: 50 * time.Microsecond, MaxSleep: 4 * time.Millisecond}
-
-// DefaultSendIdle paces a Send that waits for credit when Config.SendIdle
-// is zero: a short spin and a few yields, then sleeps from 50 µs to 1 ms.
-// A full ring means the receiver is behind; a waiting sender should give
-// it the processor rather than keep it busy yielding (with many senders
-// per core, long yield phases starved the receiver).
-var DefaultSendIdle = Idle{Spins: 100, Yields: 100, MinSleep: 50 * time.Microsecond, MaxSleep: time.Millisecond}
 
 // Defaults of Config.
 const (
@@ -51,7 +21,8 @@ const (
 	MaxRingBytes       = 1 << 30
 )
 
-// Config sets a Mailbox's memory and pacing. New is collective: every rank
+// Config sets a Mailbox's memory and batching. The receive loop and the
+// credit waits are gin signal waits, paced by the Comm's gin.Config.Idle. New is collective: every rank
 // passes an equal Config (the window size check of gin.RegisterWindow
 // catches unequal RingBytes; the other fields are not checked).
 type Config struct {
@@ -75,11 +46,6 @@ type Config struct {
 	// SendTimeout bounds how long Send waits for credit on a full ring
 	// before it returns a *RingFullError; default DefaultSendTimeout.
 	SendTimeout time.Duration
-	// Idle paces the receive loop; default DefaultIdle.
-	Idle Idle
-	// SendIdle paces a Send that waits for credit; default
-	// DefaultSendIdle.
-	SendIdle Idle
 	// BatchGap: frames sent in a row, each within BatchGap of its pair's
 	// previous put, are a burst, and the mailbox's writer goroutine puts
 	// the burst's frames in batches (see Send). Default DefaultBatchGap;
@@ -106,12 +72,6 @@ func (c *Config) setDefaults(comm *gin.Comm) error {
 	}
 	if c.SendTimeout < 0 {
 		return fmt.Errorf("mailbox config: negative send timeout: %w", gin.ErrBadArgument)
-	}
-	if c.Idle == (Idle{}) {
-		c.Idle = DefaultIdle
-	}
-	if c.SendIdle == (Idle{}) {
-		c.SendIdle = DefaultSendIdle
 	}
 	if c.BatchGap == 0 {
 		c.BatchGap = DefaultBatchGap

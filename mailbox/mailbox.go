@@ -37,9 +37,11 @@ type Mailbox struct {
 	in  []inPair  // by sender rank; only the receive loop touches them
 	rc  recvCounters
 
-	idle       *loopIdle // the receive loop's pacing; Wake pokes it
-	kicks      chan int  // pairs handed to the writer
+	kicks      chan int // pairs handed to the writer
 	stopWriter chan struct{}
+	// loopCtx ends the receive loop's wait at Close.
+	loopCtx  context.Context
+	stopLoop context.CancelFunc
 
 	startOnce sync.Once
 	started   atomic.Bool
@@ -60,6 +62,7 @@ type outPair struct {
 	posting         bool   // a goroutine (a sender or the writer) puts this pair's frames
 	lastPut         int64  // nanotime when the last put of the pair ended
 	burst           int    // sends in a row within Config.BatchGap of lastPut
+	seenCredit      uint64 // the credit signal as the last stage read it
 	err             error  // sticky: pair closed by the receiver, bad credit, failed put
 	sc              sendCounters
 	_               [64]byte // keep pairs used by different goroutines off one cache line
@@ -101,7 +104,6 @@ func New(ctx context.Context, comm *gin.Comm, cfg Config) (*Mailbox, error) {
 		out:         make([]outPair, n),
 		in:          make([]inPair, n),
 		done:        make(chan struct{}),
-		idle:        newLoopIdle(cfg.Idle),
 		kicks:       make(chan int, n),
 		stopWriter:  make(chan struct{}),
 	}
@@ -118,6 +120,7 @@ func New(ctx context.Context, comm *gin.Comm, cfg Config) (*Mailbox, error) {
 	if m.win, err = comm.RegisterWindow(ctx, WindowBytes(n, cfg.RingBytes), 0); err != nil {
 		return nil, fmt.Errorf("mailbox: %w", err)
 	}
+	m.loopCtx, m.stopLoop = context.WithCancel(context.Background())
 	for r := range m.out {
 		m.out[r].r = newSendRing(uint64(cfg.RingBytes))
 		m.out[r].lastPut = -int64(time.Hour)
@@ -202,7 +205,7 @@ func (m *Mailbox) Close() error {
 		return nil
 	}
 	close(m.stopWriter)
-	m.idle.poke()
+	m.stopLoop()
 	if !m.started.Load() {
 		return nil
 	}

@@ -50,12 +50,14 @@ func (m *Mailbox) Start(h Handler) error {
 	return err
 }
 
-// run is the receive loop: it polls every sender's frame signal, hands new
-// frames to h in order, returns credit, and idles (spin, yield, park) when
-// nothing came.
+// run is the receive loop: it reads every sender's frame signal, hands new
+// frames to h in order and returns credit; when nothing came it waits in
+// gin.Context.WaitSignals for any sender's next frame (spin briefly, then
+// block until a put arrives), so an idle rank costs no CPU and a frame
+// that finds the loop blocked wakes it at once.
 func (m *Mailbox) run(h Handler) {
 	defer close(m.done)
-	b := m.idle
+	set := make([]gin.SignalWait, 0, len(m.in))
 	for !m.closing.Load() {
 		got := 0
 		for s := range m.in {
@@ -67,17 +69,27 @@ func (m *Mailbox) run(h Handler) {
 			got += n
 		}
 		if got > 0 {
-			b.reset()
 			// Let the actors those frames went to run on this processor
 			// now rather than when another one is woken for them.
 			runtime.Gosched()
 			continue
 		}
-		if b.idle() {
-			if err := m.comm.Err(); err != nil {
-				m.fail(err, h)
+		set = set[:0]
+		for s := range m.in {
+			if q := &m.in[s]; !q.closed {
+				set = append(set, gin.SignalWait{Signal: m.lay.FrameSignal(s), Least: q.r.frames + 1})
+			}
+		}
+		if len(set) == 0 { // every pair closed: only Close is left to wait for
+			<-m.loopCtx.Done()
+			return
+		}
+		if _, _, err := m.x.WaitSignals(m.loopCtx, set, 64); err != nil {
+			if m.closing.Load() {
 				return
 			}
+			m.fail(err, h)
+			return
 		}
 	}
 }

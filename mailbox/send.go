@@ -2,12 +2,12 @@ package mailbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"time"
 
 	"github.com/rdmactor/rdmactor/gin"
-	"github.com/rdmactor/rdmactor/internal/idle"
 )
 
 // Send puts a frame of kind with body into peer's inbox ring for this
@@ -24,8 +24,9 @@ import (
 // goroutine: a burst then costs one put per batch, not per frame. Send returns once its frame is staged; an
 // error of a later batched put is sticky and returned by the next Send.
 //
-// When the ring lacks room, Send waits for the receiver's credit (idling
-// as Config.SendIdle says) for up to Config.SendTimeout, then returns a
+// When the ring lacks room, Send waits for the receiver's credit (a gin
+// signal wait: spin briefly, then block until the credit return arrives)
+// for up to Config.SendTimeout, then returns a
 // *RingFullError (ErrRingFull). It holds no lock while it waits: other
 // goroutines may send to other peers, and to the same peer in whatever
 // order their calls take effect.
@@ -58,10 +59,7 @@ func (m *Mailbox) send(peer int, kind Kind, body []byte, timeout time.Duration) 
 			peer, n, len(body), m.cfg.MaxFrame, ErrFrameTooLarge)
 	}
 	p := &m.out[peer]
-	var (
-		start time.Time
-		b     idle.Backoff
-	)
+	var start time.Time
 	for {
 		p.mu.Lock()
 		staged, free, err := m.stage(p, peer, kind, body, n)
@@ -73,12 +71,13 @@ func (m *Mailbox) send(peer int, kind Kind, body []byte, timeout time.Duration) 
 		if err == nil && start.IsZero() {
 			p.sc.creditWaits++
 		}
+		seen := p.seenCredit
 		p.mu.Unlock()
 		if err != nil {
 			return err
 		}
 		if start.IsZero() {
-			start, b = time.Now(), idle.New(m.cfg.SendIdle)
+			start = time.Now()
 		}
 		if waited := time.Since(start); waited >= timeout {
 			p.mu.Lock()
@@ -86,8 +85,28 @@ func (m *Mailbox) send(peer int, kind Kind, body []byte, timeout time.Duration) 
 			p.mu.Unlock()
 			return &RingFullError{Peer: peer, Need: int(align(n)), Free: int(free), Waited: waited}
 		}
-		b.Idle()
+		if err := m.waitCredit(peer, seen, start.Add(timeout)); err != nil {
+			return err
+		}
 	}
+}
+
+// waitCredit waits until peer's credit signal moves past seen (a credit
+// return, or the receiver closing the pair), until the deadline, or until
+// Close. It blocks in gin's signal wait: a credit return wakes it. It
+// returns only errors that end the Send (a lost peer, the Comm closed);
+// the caller looks at the ring and the deadline again.
+func (m *Mailbox) waitCredit(peer int, seen uint64, deadline time.Time) error {
+	ctx, cancel := context.WithDeadline(m.loopCtx, deadline)
+	_, err := m.x.WaitSignal(ctx, m.lay.CreditSignal(peer), seen+1, 64)
+	cancel()
+	if err != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
+		return nil // the deadline or Close: the caller's next look says which
+	}
+	if err != nil {
+		return fmt.Errorf("mailbox: send to rank %d: wait for credit: %w", peer, err)
+	}
+	return nil
 }
 
 // stage writes the frame (and a pad before it, if the lap ends) into the
@@ -107,6 +126,7 @@ func (m *Mailbox) stage(p *outPair, peer int, kind Kind, body []byte, n uint64) 
 	if err != nil {
 		return false, 0, fmt.Errorf("mailbox: send to rank %d: read credit: %w", peer, err)
 	}
+	p.seenCredit = c
 	if c&closedBit != 0 {
 		p.err = fmt.Errorf("mailbox: send to rank %d: %w", peer, ErrPairClosed)
 		return false, 0, p.err
@@ -294,11 +314,3 @@ func (m *Mailbox) Flush(ctx context.Context) error {
 	}
 	return first
 }
-
-// Wake tells the receive loop that an answer is expected soon (the caller
-// just sent a request): a parked loop wakes and goes through Config.Idle's
-// spin and yield phases again before it parks, so that the answer does not
-// wait for its next sleep to end. It costs an atomic load when the loop is
-// not parked. Do not call it for one-way traffic: a loop kept awake burns a
-// processor that the senders could use.
-func (m *Mailbox) Wake() { m.idle.poke() }

@@ -11,6 +11,7 @@
 package idle
 
 import (
+	"context"
 	"runtime"
 	"time"
 )
@@ -38,13 +39,39 @@ type Driver interface {
 	PollWait(d time.Duration) int
 }
 
+// Bell is a doorbell a waiter blocks on until the change it waits for
+// rings it: the method set of rdma.Doorbell (transport/rdma/doorbell.go),
+// repeated so that this package imports no provider.
+type Bell interface {
+	Arm() uint32
+	Ticket() uint32
+	Sleep(ticket uint32, d time.Duration)
+	Disarm()
+	Kick()
+}
+
+// MaxBlock bounds one block on a Bell, so that a waiter also looks at
+// state that rings no bell (a Comm failure noticed elsewhere) a few times
+// a second: each look costs a wake-up, about 20 µs of CPU.
+const MaxBlock = 200 * time.Millisecond
+
+// checkEvery is how often the spin and yield phases report to the caller
+// (as if parked), so that a cancelled context ends even a long spin.
+const checkEvery = 256
+
 // Backoff is one wait in progress. Not safe for concurrent use; make one per
-// wait (it is a small value, no allocation).
+// wait (it is a small value, no allocation until it blocks on a Bell).
 type Backoff struct {
 	s     Strategy
 	d     Driver
 	n     int
 	sleep time.Duration
+
+	bell   Bell
+	ctx    context.Context
+	armed  bool
+	ticket uint32
+	stop   func() bool // unregisters the kick on ctx's end
 }
 
 // New starts a wait with strategy s.
@@ -62,26 +89,48 @@ func NewDriven(s Strategy, d Driver) Backoff {
 	return b
 }
 
+// NewBelled starts a wait with strategy s that, after the spin and yield
+// phases, blocks on bell until it rings, instead of sleeping on timers: the
+// put that satisfies the wait wakes it (futex(2) on shm). Blocks end at
+// ctx's deadline, on ctx's cancellation (which kicks the bell) and after
+// MaxBlock. The caller must call Stop when the wait ends. With a nil bell
+// it is New(s).
+func NewBelled(ctx context.Context, s Strategy, bell Bell) Backoff {
+	b := New(s)
+	b.bell, b.ctx = bell, ctx
+	return b
+}
+
 // Idle pauses once, longer the more often it was called. It reports whether
-// it parked (slept, or blocked in the Driver's PollWait), which callers use
-// to check deadlines only off the hot spinning path: a caller's deadline is
-// overstayed by at most one park (s.MaxSleep, and a Driver's rounding of it).
+// it parked (slept, blocked in the Driver's PollWait or on the Bell), or
+// reached a multiple of 256 calls while spinning, which callers use to
+// check deadlines and cancellation only off the hot spinning path: a
+// caller's deadline is overstayed by at most one park (s.MaxSleep, a
+// Driver's rounding of it, or a Bell's block, which ends at ctx's
+// deadline).
+//
+// With a Bell, the first call past the spin and yield phases only arms it
+// and returns false: the caller re-checks its condition before the next
+// call blocks, so a ring between the check and the block is not lost.
 func (b *Backoff) Idle() (parked bool) {
 	b.n++
 	if b.d != nil {
 		if b.n <= b.s.Spins {
 			b.d.Poll()
-			return false
+			return b.n%checkEvery == 0
 		}
 		b.d.PollWait(b.s.MaxSleep)
 		return true
 	}
 	switch {
 	case b.n <= b.s.Spins:
-		return false
+		return b.n%checkEvery == 0
 	case b.n <= b.s.Spins+b.s.Yields:
 		runtime.Gosched()
-		return false
+		return b.n%checkEvery == 0
+	}
+	if b.bell != nil {
+		return b.block()
 	}
 	time.Sleep(b.sleep)
 	if b.sleep < b.s.MaxSleep {
@@ -93,5 +142,44 @@ func (b *Backoff) Idle() (parked bool) {
 	return true
 }
 
-// Reset starts the phases over, after progress was made.
-func (b *Backoff) Reset() { b.n, b.sleep = 0, b.s.MinSleep }
+// block is Idle's phase on a Bell: arm (and return, for the caller's
+// re-check), then sleep until a ring, ctx's end or MaxBlock.
+func (b *Backoff) block() bool {
+	if !b.armed {
+		b.ticket, b.armed = b.bell.Arm(), true
+		if b.ctx.Done() != nil && b.stop == nil {
+			b.stop = context.AfterFunc(b.ctx, b.bell.Kick)
+		}
+		return false
+	}
+	d := MaxBlock
+	if dl, ok := b.ctx.Deadline(); ok {
+		d = min(d, time.Until(dl))
+	}
+	b.bell.Sleep(b.ticket, d)
+	b.ticket = b.bell.Ticket()
+	return true
+}
+
+// Reset starts the phases over, after progress was made. It disarms the
+// Bell, so that puts ring no futex while the waiter spins again.
+func (b *Backoff) Reset() {
+	b.n, b.sleep = 0, b.s.MinSleep
+	if b.armed {
+		b.bell.Disarm()
+		b.armed = false
+	}
+}
+
+// Stop ends the wait: it disarms the Bell and drops ctx's kick. Waits
+// without a Bell need not call it.
+func (b *Backoff) Stop() {
+	if b.armed {
+		b.bell.Disarm()
+		b.armed = false
+	}
+	if b.stop != nil {
+		b.stop()
+		b.stop = nil
+	}
+}

@@ -1,4 +1,4 @@
-// Package memword gives atomic views of 64-bit words inside byte slices
+// Package memword gives atomic views of 64-bit (and 32-bit futex) words inside byte slices
 // that back shared memory (mmap'd windows of the shm provider, and later
 // pinned host rings): signal words, mode words, ring indices.
 //

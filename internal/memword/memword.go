@@ -40,3 +40,17 @@ func Aligned(b []byte, off int) bool {
 	}
 	return uintptr(unsafe.Add(unsafe.Pointer(unsafe.SliceData(b)), off))%8 == 0
 }
+
+// Uint32 returns an atomic view of the 4 bytes b[off:off+4], for futex
+// words (futex(2) takes 32-bit words). It panics as Uint64 does, for a
+// word out of range or not 4-byte aligned.
+func Uint32(b []byte, off int) *atomic.Uint32 {
+	if off < 0 || len(b) < 4 || off > len(b)-4 {
+		panic("memword: word at offset " + strconv.Itoa(off) + " outside " + strconv.Itoa(len(b)) + " bytes")
+	}
+	p := unsafe.Add(unsafe.Pointer(unsafe.SliceData(b)), off)
+	if uintptr(p)%4 != 0 {
+		panic("memword: word at offset " + strconv.Itoa(off) + " not 4-byte aligned")
+	}
+	return (*atomic.Uint32)(p)
+}

@@ -477,13 +477,13 @@ func (f *fabricObjs) avInsert(name []byte) (uint64, error) {
 
 // mr is one registration.
 type mr struct {
-	c    *C.struct_fid_mr
+	c *C.struct_fid_mr
 	// desc is fi_mr_desc, passed with every local buffer (FI_MR_LOCAL). It is
 	// an opaque provider value (tcp returns small integers such as 0x2), so it
 	// lives in a uintptr: in an unsafe.Pointer the garbage collector would
 	// take it for a bad pointer ("invalid pointer found on stack").
 	desc uintptr
-	key  uint64         // fi_mr_key: the requested key, or the provider's (FI_MR_PROV_KEY)
+	key  uint64 // fi_mr_key: the requested key, or the provider's (FI_MR_PROV_KEY)
 }
 
 // regMR registers mem (mmap'd memory) with access flags; bindEP and

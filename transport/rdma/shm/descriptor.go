@@ -15,12 +15,12 @@ import (
 //	0       4         8      12         16            24            32
 //	+-------+---------+------+----------+-------------+-------------+
 //	| magic | version | rank | reserved | seq         | size        |
-//	| "rdsh"| u32 = 1 | u32  | u32 = 0  | u64         | u64 (bytes) |
+//	| "rdsh"| u32 = 2 | u32  | u32 = 0  | u64         | u64 (bytes) |
 //	+-------+---------+------+----------+-------------+-------------+
 const (
 	descLen     = 32
 	descMagic   = "rdsh"
-	descVersion = 1
+	descVersion = 2 // 2: mappings end in a doorbell line (mmap.go)
 )
 
 // errBadDescriptor is wrapped by every descriptor decoding error.

@@ -11,15 +11,19 @@ package shm
 // (os.TempDir() where /dev/shm is missing), created by its owner and mapped
 // MAP_SHARED by the owner and by every importer:
 //
-//	file offset 0                        size          mapLen
-//	            +----------------------------+-------------+
-//	            | Region.Bytes(): the window | zero pad    |
-//	            | (signals, mode words, data | up to page  |
-//	            |  at offsets gin chooses)   | size        |
-//	            +----------------------------+-------------+
-//	mapLen = size rounded up to the page size, and at least one page (so a
-//	size-0 region still has a mapping). The file is ftruncate'd to mapLen,
-//	so every mapped page is backed: no SIGBUS on the pad.
+//	file offset 0                      size                  mapLen-64   mapLen
+//	            +--------------------------+----------------------+-----------+
+//	            | Region.Bytes(): the      | zero pad              | doorbell  |
+//	            | window (signals, mode    |                       | seq  @+0  |
+//	            | words, data at offsets   |                       | wait @+32 |
+//	            | gin chooses)             |                       | (uint32)  |
+//	            +--------------------------+----------------------+-----------+
+//	mapLen = size + 64 rounded up to the page size. The file is ftruncate'd
+//	to mapLen, so every mapped page is backed: no SIGBUS on the pad. The
+//	last 64 bytes are the region's doorbell (internal/futex): a put that
+//	adds to a signal word of the region rings it, and the owner blocks on
+//	it (Region.Doorbell). Peers reach it through their own mapping of the
+//	same file.
 //
 // The page-aligned mapping makes every 8-byte aligned offset an 8-byte
 // aligned address, which the atomic signal words need.
@@ -41,16 +45,17 @@ func shmDir() string {
 	return os.TempDir()
 }
 
-// mapLen returns the length mapped for a region of size bytes.
+// bellBytes is the doorbell's line at the end of every mapping.
+const bellBytes = 64
+
+// mapLen returns the length mapped for a region of size bytes: the window
+// and the doorbell line, rounded up to the page size.
 func mapLen(size int) (int, error) {
 	page := os.Getpagesize()
-	if size < 0 || size > math.MaxInt-page {
+	if size < 0 || size > math.MaxInt-2*page {
 		return 0, fmt.Errorf("region size %d: invalid", size)
 	}
-	if size == 0 {
-		return page, nil
-	}
-	return (size + page - 1) / page * page, nil
+	return (size + bellBytes + page - 1) / page * page, nil
 }
 
 // createFile creates path exclusively (never reusing or following an existing

@@ -120,7 +120,7 @@ func (p *Provider) RegisterMemory(size int, flags rdma.RegionFlags) (rdma.Memory
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("shm: register %s: %w", r.path, err), closeFD(fd), removeFile(r.path))
 		}
-		r.fd, r.mem = fd, mem
+		r.fd, r.mem, r.bell = fd, mem, bellOf(mem)
 		r.desc = descriptor{rank: p.cfg.Rank, seq: r.seq, size: size}.encode()
 	}
 	p.regions[r.seq] = r
@@ -182,7 +182,7 @@ func (p *Provider) Import(peer int, desc []byte) (rdma.RemoteRegion, error) {
 		}
 		return nil, fmt.Errorf("shm: import from rank %d: %w", peer, err)
 	}
-	r := &remoteRegion{p: p, peer: peer, size: d.size, mem: mem, path: path}
+	r := &remoteRegion{p: p, peer: peer, size: d.size, mem: mem, path: path, bell: bellOf(mem)}
 	p.imports[r] = struct{}{}
 	return r, nil
 }

@@ -26,7 +26,8 @@ func (q *qp) Peer() int { return q.peer }
 // (opcode, region types and owners, bounds of local and remote ranges,
 // signal word and mode word in bounds and 8-byte aligned, signal mode
 // against the mode word), then copies the data into the peer's mapping,
-// then applies the signal with a sequentially-consistent atomic add, then
+// then applies the signal with a sequentially-consistent atomic add and
+// rings the target region's doorbell (a load when nobody waits), then
 // reports the completion to the QP's handler. A WQE that fails validation
 // writes nothing and gets no completion; Post returns a *rdma.WQEError
 // with its index and the WQEs after it are not executed (those before it
@@ -93,6 +94,7 @@ func (q *qp) exec(w *rdma.WQE) error {
 		}
 		if h.sig != nil {
 			memword.Uint64(h.sig.mem, w.Signal.Off).Add(h.add)
+			h.sig.bell.Ring() // after the add: a waiter that armed before it is woken
 		}
 	}
 	h.release()

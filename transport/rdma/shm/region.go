@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/rdmactor/rdmactor/internal/futex"
+	"github.com/rdmactor/rdmactor/internal/memword"
 	"github.com/rdmactor/rdmactor/internal/pins"
 	"github.com/rdmactor/rdmactor/transport/rdma"
 )
@@ -35,13 +37,34 @@ type Region struct {
 	seq   uint64
 	path  string // "" for LocalOnly
 	local bool
+	bell  futex.Bell // the mapping's doorbell line (mmap.go); zero for LocalOnly
 
 	mu       sync.Mutex
 	fd       int // kept open so the owner can re-map after Unlink (loopback import)
 	unlinked bool
 }
 
-var _ rdma.MemoryRegion = (*Region)(nil)
+var (
+	_ rdma.MemoryRegion = (*Region)(nil)
+	_ rdma.Belled       = (*Region)(nil)
+)
+
+// bellOf is the doorbell in the last line of a mapping (mmap.go).
+func bellOf(mem []byte) futex.Bell {
+	n := len(mem)
+	return futex.At(memword.Uint32(mem, n-bellBytes), memword.Uint32(mem, n-bellBytes/2))
+}
+
+// Doorbell is rung by every WQE that applies a signal to a word of the
+// region, from any rank; its owner blocks on it (gin's signal waits). A
+// LocalOnly region has none: its Doorbell is nil. Use it only while the
+// region is open: Close unmaps the words.
+func (r *Region) Doorbell() rdma.Doorbell {
+	if !r.bell.Valid() {
+		return nil
+	}
+	return r.bell
+}
 
 // Bytes returns the region's memory: exactly Size bytes, zeroed at
 // registration. It returns nil after Close; the slice must not be used
@@ -137,6 +160,7 @@ type remoteRegion struct {
 	size int
 	mem  []byte // the whole mapping; mem[:size] is the peer's window
 	path string
+	bell futex.Bell // the owner's doorbell, rung after a signal add
 }
 
 var _ rdma.RemoteRegion = (*remoteRegion)(nil)

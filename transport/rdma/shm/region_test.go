@@ -84,7 +84,7 @@ func TestImportMalformed(t *testing.T) {
 		{"short", 1, good[:31]},
 		{"long", 1, append(append([]byte(nil), good...), 0)},
 		{"magic", 1, with(func(b []byte) { b[0] = 'x' })},
-		{"version", 1, with(func(b []byte) { b[4] = 2 })},
+		{"version", 1, with(func(b []byte) { b[4] = 9 })},
 		{"reserved", 1, with(func(b []byte) { b[12] = 1 })},
 		{"other rank", 0, good},
 		{"rank out of world", 7, good},
