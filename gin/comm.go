@@ -27,7 +27,7 @@ type Comm struct {
 	poller rdma.Poller // prov, where waits can drive its progress; else nil
 	// bell is rung by every put that adds to one of this rank's signals,
 	// where the provider offers it (rdma.Belled: shm); nil otherwise.
-	bell rdma.Doorbell
+	bell   rdma.Doorbell
 	caps   rdma.Capabilities
 	rank   int
 	size   int
