@@ -3,6 +3,7 @@ package actor
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
 
@@ -19,6 +20,12 @@ type remoteProcess struct {
 }
 
 var _ protoactor.Process = (*remoteProcess)(nil)
+
+// expectAnswer is how long the receive loop stays awake for the answer to
+// a request (mailbox.Mailbox.Expect): a few times a blocked rank's wake-up
+// on small VMs, so the answer to a peer that was asleep still finds this
+// rank awake.
+const expectAnswer = 2 * time.Millisecond
 
 // SendUserMessage sends message (perhaps in a MessageEnvelope with sender
 // and headers) to pid. It waits for ring credit up to the mailbox's
@@ -121,6 +128,9 @@ func (n *Node) sendWith(put func(int, mailbox.Kind, []byte) error, rank int, kin
 		err = put(rank, mailboxKind(kind), e.buf)
 	}
 	putEncoder(e)
+	if sender != nil && err == nil {
+		n.mb.Expect(expectAnswer) // a request: its answer should find the receive loop awake
+	}
 	if err != nil && errors.Is(err, gin.ErrPeerLost) {
 		n.commFailed(err)
 	}

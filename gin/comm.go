@@ -32,6 +32,7 @@ type Comm struct {
 	rank   int
 	size   int
 	lsa    int
+	local  int // ranks on this host (LocalRanks)
 	system *actor.ActorSystem
 	eps    *endpoint.Manager
 
@@ -73,10 +74,20 @@ func NewComm(ctx context.Context, boot Bootstrap, cfg Config) (*Comm, error) {
 		prov.Close()
 		return nil, err
 	}
+	if err := c.countLocal(ctx); err != nil {
+		prov.Close()
+		return nil, fmt.Errorf("new comm: %w", err)
+	}
+	if c.cfg.Idle == (IdleStrategy{}) {
+		c.cfg.Idle = DefaultIdle
+		if c.Oversubscribed() {
+			c.cfg.Idle = OversubscribedIdle
+		}
+	}
 	c.system = actorsys.New()
 	c.eps, err = endpoint.NewManager(prov, c.size, endpoint.Config{
 		Contexts: cfg.Contexts, QPsPerPeer: cfg.QPsPerPeer, Depth: cfg.SQDepth, Signals: cfg.Signals,
-		PostTimeout: cfg.PostTimeout, Idle: cfg.Idle, System: c.system,
+		PostTimeout: cfg.PostTimeout, Idle: c.cfg.Idle, System: c.system,
 	})
 	if err != nil {
 		c.system.Shutdown()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 func TestMain(m *testing.M) {
 	testutils.Role("ring", roleRing)
 	testutils.Role("killed", roleKilled)
+	testutils.Role("wakes", roleWakes)
 	testutils.MainWithRoles(m)
 }
 
@@ -132,4 +134,52 @@ func TestKilledRankEndsWaits(t *testing.T) {
 		}
 		assert.Equal(t, want, r.ExitCode, "rank %d: %v", r.Rank, r.Err)
 	}
+}
+
+// roleWakes: ranks 0 and 1 play signal round trips in which every wait
+// blocks at once (no spin phase), so each one is a futex sleep and wake
+// across processes; a lost wake-up is a wait that meets its 5 s deadline.
+// RDMACTOR_TEST_WAKES sets the number of round trips (default 20000).
+func roleWakes() error {
+	rounds := 20000
+	if v, err := strconv.Atoi(os.Getenv("RDMACTOR_TEST_WAKES")); err == nil && v > 0 {
+		rounds = v
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	c, err := gin.Init(ctx, gin.Config{Signals: 2, Idle: gin.IdleStrategy{Spins: 1, MinSleep: time.Microsecond, MaxSleep: time.Millisecond}})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	x, _ := c.Context(0)
+	me := c.Rank()
+	mine, theirs := gin.Signal(me), gin.Signal(1-me)
+	start := time.Now()
+	for k := 1; k <= rounds; k++ {
+		if me == 0 {
+			if err := x.Signal(c.World(), 1, gin.SignalInc(theirs)); err != nil {
+				return err
+			}
+		}
+		wctx, wcancel := context.WithTimeout(ctx, 5*time.Second)
+		_, _, err := x.WaitSignals(wctx, []gin.SignalWait{{Signal: mine, Least: uint64(k)}}, 64)
+		wcancel()
+		if err != nil {
+			return fmt.Errorf("round %d of %d: wake-up lost? %w", k, rounds, err)
+		}
+		if me == 1 {
+			if err := x.Signal(c.World(), 0, gin.SignalInc(theirs)); err != nil {
+				return err
+			}
+		}
+	}
+	if me == 0 {
+		fmt.Printf("%d blocking round trips, %v each\n", rounds, time.Since(start)/time.Duration(rounds))
+	}
+	return c.Barrier(ctx)
+}
+
+func TestNoLostWakeupsAcrossProcesses(t *testing.T) {
+	testutils.RunRanks(t, 2, "wakes")
 }

@@ -42,6 +42,11 @@ type Mailbox struct {
 	// loopCtx ends the receive loop's wait at Close.
 	loopCtx  context.Context
 	stopLoop context.CancelFunc
+	// awakeUntil (nanotime) keeps the loop from blocking while an answer
+	// is due; waitCancel ends the loop's current block (Expect).
+	awakeUntil     atomic.Int64
+	waitCancel     atomic.Pointer[context.CancelFunc]
+	oversubscribed bool
 
 	startOnce sync.Once
 	started   atomic.Bool
@@ -98,7 +103,7 @@ func New(ctx context.Context, comm *gin.Comm, cfg Config) (*Mailbox, error) {
 	}
 	n := comm.Size()
 	m := &Mailbox{
-		comm: comm, x: x, team: comm.World(), cfg: cfg, rank: comm.Rank(),
+		comm: comm, x: x, team: comm.World(), cfg: cfg, rank: comm.Rank(), oversubscribed: comm.Oversubscribed(),
 		lay:         Layout{Size: n, RingBytes: cfg.RingBytes, SignalBase: cfg.SignalBase},
 		creditEvery: uint64(cfg.RingBytes / 4),
 		out:         make([]outPair, n),

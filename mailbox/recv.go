@@ -1,9 +1,11 @@
 package mailbox
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"runtime"
+	"time"
 
 	"github.com/rdmactor/rdmactor/gin"
 )
@@ -69,9 +71,18 @@ func (m *Mailbox) run(h Handler) {
 			got += n
 		}
 		if got > 0 {
+			m.awakeUntil.Store(0) // the answer Expect announced, most likely
 			// Let the actors those frames went to run on this processor
 			// now rather than when another one is woken for them.
 			runtime.Gosched()
+			continue
+		}
+		if nanotime() < m.awakeUntil.Load() {
+			// An answer is due (Expect): stay awake for it, landing what
+			// a manual-progress provider holds.
+			if m.comm.Progress() == 0 {
+				runtime.Gosched()
+			}
 			continue
 		}
 		set = set[:0]
@@ -84,13 +95,53 @@ func (m *Mailbox) run(h Handler) {
 			<-m.loopCtx.Done()
 			return
 		}
-		if _, _, err := m.x.WaitSignals(m.loopCtx, set, 64); err != nil {
+		if err := m.waitFrames(set); err != nil {
 			if m.closing.Load() {
 				return
 			}
 			m.fail(err, h)
 			return
 		}
+	}
+}
+
+// waitFrames blocks until a member of set is ready, Close, or an Expect
+// call, which cancels the wait so that the loop stays awake for the
+// answer. It returns the errors that end the loop.
+func (m *Mailbox) waitFrames(set []gin.SignalWait) error {
+	ctx, cancel := context.WithCancel(m.loopCtx)
+	defer cancel()
+	m.waitCancel.Store(&cancel)
+	defer m.waitCancel.Store(nil)
+	if nanotime() < m.awakeUntil.Load() { // an Expect that did not see waitCancel
+		return nil
+	}
+	_, _, err := m.x.WaitSignals(ctx, set, 64)
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// Expect tells the receive loop that an answer to this rank is due soon
+// (package actor calls it after sending a request): until one frame
+// arrives, or for d at most, the loop stays awake (it polls and yields
+// instead of blocking), and a loop that is blocked now is woken, while the
+// request travels. The answer then finds it running, so a round trip after
+// an idle period pays the wake-up of the peer only, not a second one here.
+// It does nothing on an oversubscribed host (gin.Comm.Oversubscribed),
+// where the awake loop would take the processor the peer needs. It costs
+// two atomic operations when the loop is awake.
+func (m *Mailbox) Expect(d time.Duration) {
+	if m.oversubscribed {
+		return
+	}
+	until := nanotime() + int64(d)
+	if until > m.awakeUntil.Load() {
+		m.awakeUntil.Store(until)
+	}
+	if c := m.waitCancel.Load(); c != nil {
+		(*c)()
 	}
 }
 
