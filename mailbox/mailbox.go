@@ -46,6 +46,7 @@ type Mailbox struct {
 	// is due; waitCancel ends the loop's current block (Expect).
 	awakeUntil     atomic.Int64
 	waitCancel     atomic.Pointer[context.CancelFunc]
+	waitCtx        context.Context // the loop's; cancelled by Expect or Close
 	oversubscribed bool
 
 	startOnce sync.Once

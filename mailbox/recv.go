@@ -109,14 +109,17 @@ func (m *Mailbox) run(h Handler) {
 // call, which cancels the wait so that the loop stays awake for the
 // answer. It returns the errors that end the loop.
 func (m *Mailbox) waitFrames(set []gin.SignalWait) error {
-	ctx, cancel := context.WithCancel(m.loopCtx)
-	defer cancel()
-	m.waitCancel.Store(&cancel)
-	defer m.waitCancel.Store(nil)
-	if nanotime() < m.awakeUntil.Load() { // an Expect that did not see waitCancel
+	// One cancellable context serves every wait until an Expect cancels
+	// it: a context per wait would cost an allocation per message.
+	if m.waitCtx == nil || m.waitCtx.Err() != nil {
+		ctx, cancel := context.WithCancel(m.loopCtx)
+		m.waitCtx = ctx
+		m.waitCancel.Store(&cancel)
+	}
+	if nanotime() < m.awakeUntil.Load() { // an Expect that found the old context
 		return nil
 	}
-	_, _, err := m.x.WaitSignals(ctx, set, 64)
+	_, _, err := m.x.WaitSignals(m.waitCtx, set, 64)
 	if errors.Is(err, context.Canceled) {
 		return nil
 	}
