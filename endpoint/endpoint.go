@@ -83,6 +83,9 @@ func (e *Endpoint) reserve() (uint64, error) {
 		if !b.Idle() {
 			continue
 		}
+		if e.m.closed.Load() {
+			return 0, fmt.Errorf("post to rank %d (%s): %w", e.peer, e.routeName(), ErrClosed)
+		}
 		if start.IsZero() {
 			start = time.Now()
 		} else if waited := time.Since(start); waited > e.m.cfg.PostTimeout {
@@ -189,6 +192,9 @@ func (e *Endpoint) flush(ctx context.Context) error {
 		if b.Idle() {
 			if f := e.qp.fault(); f != nil {
 				return f
+			}
+			if e.m.closed.Load() {
+				return fmt.Errorf("flush endpoint to rank %d (%s): %w", e.peer, e.routeName(), ErrClosed)
 			}
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("flush endpoint to rank %d (%s): %d of %d entries completed: %w",

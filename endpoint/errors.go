@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/rdmactor/rdmactor/transport/rdma"
 )
 
 // ErrRingFull is returned by a post when the endpoint's SQ stayed full
@@ -11,8 +13,10 @@ import (
 // Nothing of the post was queued.
 var ErrRingFull = errors.New("send queue full")
 
-// ErrClosed is returned by every call after the Manager was closed.
-var ErrClosed = errors.New("endpoint manager closed")
+// ErrClosed is returned by every call after the Manager was closed: the
+// providers' sentinel (rdma.ErrClosed), so one errors.Is serves every
+// layer.
+var ErrClosed = rdma.ErrClosed
 
 // RingFullError says which endpoint stayed full and for how long; it
 // matches ErrRingFull.

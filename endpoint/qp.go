@@ -33,7 +33,7 @@ type sharedQP struct {
 	routes   atomic.Pointer[[]*Endpoint]
 	err      atomic.Pointer[rdma.QPError] // sticky fault
 	refs     int                          // guarded by qpPool.mu
-	qpClosed bool                         // guarded by postMu
+	qpClosed atomic.Bool                  // set once, under postMu; read anywhere
 }
 
 // complete is the provider's CompletionHandler for this QP.
@@ -226,7 +226,7 @@ func (p *qpPool) release(s *sharedQP, route uint16) error {
 	defer p.mu.Unlock()
 	s.dropRoute(route)
 	s.refs--
-	if s.refs > 0 || s.qpClosed {
+	if s.refs > 0 || s.qpClosed.Load() {
 		return nil
 	}
 	// A failed QP stays in the pool, closed, so that endpoints created
@@ -242,10 +242,10 @@ func (p *qpPool) release(s *sharedQP, route uint16) error {
 func (s *sharedQP) close() error {
 	s.postMu.Lock()
 	defer s.postMu.Unlock()
-	if s.qpClosed {
+	if s.qpClosed.Load() {
 		return nil
 	}
-	s.qpClosed = true
+	s.qpClosed.Store(true)
 	return s.qp.Close()
 }
 

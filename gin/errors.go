@@ -34,8 +34,11 @@ var (
 	// 0..ContextCount()-1.
 	ErrUnknownContext = errors.New("unknown context")
 	// ErrClosed is returned by every call on a Comm, its windows and
-	// contexts after Comm.Close.
-	ErrClosed = errors.New("comm closed")
+	// contexts after Comm.Close, including calls that were waiting when
+	// Close came. It is the sentinel of every layer below (endpoints,
+	// providers), so errors.Is(err, ErrClosed) holds whichever layer saw
+	// the close first.
+	ErrClosed = rdma.ErrClosed
 	// ErrBadArgument is returned for malformed arguments not covered above:
 	// a PutValue size other than 1, 2, 4 or 8, bits outside 1..64 (1..56
 	// for counters), a negative size, windows of unequal size across ranks,
