@@ -124,7 +124,18 @@ func (e *Endpoint) postValue(w *rdma.WQE, v uint64, size int) error {
 		return err
 	}
 	off := e.slotOff + int(seq&e.sq.mask)*slotBytes
+	// The slot region is released by Manager.Close: pin it for the copy.
+	// A reserved entry must be published all the same (later producers
+	// publish after it), so after Close it goes out as a no-op.
+	if !e.m.slotPins.Pin() {
+		slot, ctr := e.sq.slot(seq)
+		*slot = rdma.WQE{Op: rdma.OpNop, WrID: wrID(e.route, seq)}
+		*ctr = nil
+		e.sq.publish(seq, &e.group.tickets)
+		return fmt.Errorf("put value to rank %d: %w", e.peer, ErrClosed)
+	}
 	stage(e.slotMR.Bytes()[off:off+slotBytes], v, size)
+	e.m.slotPins.Unpin()
 	slot, ctr := e.sq.slot(seq)
 	*slot = *w
 	slot.WrID = wrID(e.route, seq)

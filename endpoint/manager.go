@@ -10,6 +10,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rdmactor/rdmactor/internal/idle"
+	"github.com/rdmactor/rdmactor/internal/pins"
 	"github.com/rdmactor/rdmactor/transport/rdma"
 )
 
@@ -71,6 +72,9 @@ type Manager struct {
 	qps    qpPool
 	slots  slotPool
 	closed atomic.Bool
+	// slotPins keeps the PutValue slot region mapped under a staging copy
+	// that races Close.
+	slotPins pins.Pins
 
 	mu     sync.Mutex // guards groups and faults
 	groups map[[2]int]*Group
@@ -150,6 +154,9 @@ func (m *Manager) Groups(ctx int) []*Group {
 // newEndpoint connects (or shares) a QP, takes a slot slice and starts the
 // endpoint's actor.
 func (m *Manager) newEndpoint(ctx, peer, sig int) (*Endpoint, error) {
+	if m.closed.Load() {
+		return nil, fmt.Errorf("start endpoint to rank %d: %w", peer, ErrClosed)
+	}
 	e := &Endpoint{m: m, peer: peer, signal: sig, sq: newSQ(m.cfg.Depth)}
 	mr, off, err := m.slots.take()
 	if err != nil {
@@ -163,6 +170,9 @@ func (m *Manager) newEndpoint(ctx, peer, sig int) (*Endpoint, error) {
 	res, err := m.system.Root.RequestFuture(m.sup, spawnEndpoint{e}, m.cfg.PostTimeout).Result()
 	if err != nil {
 		m.qps.release(e.qp, e.route)
+		if m.closed.Load() { // the supervisor stopped under the request
+			err = ErrClosed
+		}
 		return nil, fmt.Errorf("start endpoint actor to rank %d: %w", peer, err)
 	}
 	e.pid.Store(res.(*actor.PID))
@@ -230,6 +240,9 @@ func (m *Manager) Faults() []Fault {
 	return append([]Fault(nil), m.faults...)
 }
 
+// stopWait bounds how long Close waits for the endpoint actors to stop.
+const stopWait = 500 * time.Millisecond
+
 // Close stops every endpoint actor (their QPs close with the last
 // reference) and releases the slot pool. Posts after Close return ErrClosed
 // or the QP's closed error. It waits up to timeout for the actors.
@@ -237,9 +250,19 @@ func (m *Manager) Close(ctx context.Context) error {
 	if !m.closed.CompareAndSwap(false, true) {
 		return nil
 	}
-	err := m.system.Root.StopFuture(m.sup).Wait()
-	if err != nil {
-		err = fmt.Errorf("stop endpoint actors: %w", err)
+	// Stopping waits for the actors for stopWait at most: one busy in a
+	// spawn or a progress loop must not hold Close (their QPs are closed
+	// below, which ends that work).
+	fut := m.system.Root.StopFuture(m.sup)
+	stopped := make(chan error, 1)
+	go func() { stopped <- fut.Wait() }()
+	var err error
+	select {
+	case err = <-stopped:
+		if err != nil {
+			err = fmt.Errorf("stop endpoint actors: %w", err)
+		}
+	case <-time.After(stopWait):
 	}
 	// Actors that did not stop in time leave QPs behind: close them here.
 	m.qps.mu.Lock()
@@ -253,6 +276,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	for _, s := range left {
 		errs = append(errs, s.close())
 	}
+	m.slotPins.Close()
 	errs = append(errs, m.slots.close())
 	_ = ctx
 	return errors.Join(errs...)

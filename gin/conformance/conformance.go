@@ -58,6 +58,7 @@ func Run(t *testing.T, f Factory) {
 	t.Run("Contexts", func(t *testing.T) { testContexts(t, f) })
 	t.Run("Waits", func(t *testing.T) { testWaits(t, f) })
 	t.Run("WaitSignals", func(t *testing.T) { testWaitSignals(t, f) })
+	t.Run("CloseRace", func(t *testing.T) { testCloseRace(t, f) })
 	t.Run("Loopback", func(t *testing.T) { testLoopback(t, f) })
 	t.Run("Concurrency", func(t *testing.T) { testConcurrency(t, f) })
 	t.Run("WindowClose", func(t *testing.T) { testWindowClose(t, f) })
