@@ -372,7 +372,10 @@ func TestBurstsAreBatched(t *testing.T) {
 	t.Logf("%d frames in %d puts", st.FramesSent, st.Puts)
 	assert.Less(t, st.Puts, st.FramesSent/2, "a burst should be batched")
 
-	before := st.Puts
+	// The writer may still be finishing the burst's last put (its frames
+	// arrived before it counted the put): wait for it before counting.
+	require.NoError(t, boxes[0].Flush(ctx))
+	before := boxes[0].Stats().Puts
 	for seq := uint64(n); seq < uint64(n)+10; seq++ {
 		time.Sleep(2 * time.Millisecond)
 		fillBody(b, 0, seq)
