@@ -72,6 +72,7 @@ type Manager struct {
 	qps    qpPool
 	slots  slotPool
 	closed atomic.Bool
+	done   chan struct{} // closed by Close: ends waits for actors
 	// slotPins keeps the PutValue slot region mapped under a staging copy
 	// that races Close.
 	slotPins pins.Pins
@@ -95,6 +96,7 @@ func NewManager(prov rdma.Provider, size int, cfg Config) (*Manager, error) {
 		qps:    qpPool{prov: prov, m: cfg.QPsPerPeer, qps: map[[2]int]*sharedQP{}},
 		slots:  slotPool{prov: prov, depth: cfg.Depth},
 		groups: map[[2]int]*Group{},
+		done:   make(chan struct{}),
 	}
 	m.poller, _ = prov.(rdma.Poller)
 	props := actor.PropsFromProducer(func() actor.Actor { return supervisorActor{} },
@@ -167,7 +169,7 @@ func (m *Manager) newEndpoint(ctx, peer, sig int) (*Endpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := m.system.Root.RequestFuture(m.sup, spawnEndpoint{e}, m.cfg.PostTimeout).Result()
+	res, err := m.await(m.system.Root.RequestFuture(m.sup, spawnEndpoint{e}, m.cfg.PostTimeout))
 	if err != nil {
 		m.qps.release(e.qp, e.route)
 		if m.closed.Load() { // the supervisor stopped under the request
@@ -177,6 +179,26 @@ func (m *Manager) newEndpoint(ctx, peer, sig int) (*Endpoint, error) {
 	}
 	e.pid.Store(res.(*actor.PID))
 	return e, nil
+}
+
+// await is f's result, or ErrClosed as soon as Close begins: a request to
+// the supervisor that Close stopped may get no answer until its timeout.
+func (m *Manager) await(f *actor.Future) (any, error) {
+	type result struct {
+		v   any
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := f.Result()
+		ch <- result{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-m.done:
+		return nil, ErrClosed
+	}
 }
 
 // Progress reports the completions every QP of the Manager has found, to
@@ -250,6 +272,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	if !m.closed.CompareAndSwap(false, true) {
 		return nil
 	}
+	close(m.done)
 	// Stopping waits for the actors for stopWait at most: one busy in a
 	// spawn or a progress loop must not hold Close (their QPs are closed
 	// below, which ends that work).

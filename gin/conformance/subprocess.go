@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // childEnv marks a test binary re-executed by inSubprocess.
@@ -18,6 +19,12 @@ const childEnv = "RDMACTOR_CONFORMANCE_CHILD"
 // child it runs fn directly.
 func inSubprocess(t *testing.T, fn func(t *testing.T)) {
 	t.Helper()
+	inSubprocessFor(t, 2*Timeout, fn)
+}
+
+// inSubprocessFor is inSubprocess with a budget of its own for the child.
+func inSubprocessFor(t *testing.T, budget time.Duration, fn func(t *testing.T)) {
+	t.Helper()
 	if os.Getenv(childEnv) == t.Name() {
 		fn(t)
 		return
@@ -26,7 +33,7 @@ func inSubprocess(t *testing.T, fn func(t *testing.T)) {
 	for i, p := range parts {
 		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run="+strings.Join(parts, "/"), "-test.v", "-test.count=1")
 	cmd.Env = append(os.Environ(), childEnv+"="+t.Name())
