@@ -159,8 +159,14 @@ func (c *Comm) peerLost(e *rdma.PeerLostError) {
 // kick wakes every wait blocked on the signal doorbell, so that it looks
 // at the Comm's state (closed, a peer lost) at once.
 func (c *Comm) kick() {
-	if c.bell != nil && c.busy.Load() > 0 {
+	if c.busy.Load() == 0 {
+		return
+	}
+	if c.bell != nil {
 		c.bell.Kick()
+	}
+	if b, ok := c.poller.(rdma.BlockingPoller); ok && b.Blocks() {
+		b.Kick()
 	}
 }
 

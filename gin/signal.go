@@ -173,7 +173,7 @@ func (c *Comm) driver() idle.Driver {
 // Idle reports true, so the spinning path stays a load and a compare.
 func (c *Comm) backoff(ctx context.Context, d idle.Driver) idle.Backoff {
 	if d != nil {
-		return idle.NewDriven(c.cfg.Idle, d)
+		return idle.NewDrivenCtx(ctx, c.cfg.Idle, d)
 	}
 	if c.bell != nil {
 		return idle.NewBelled(ctx, c.cfg.Idle, c.bell)

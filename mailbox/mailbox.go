@@ -67,6 +67,7 @@ type outPair struct {
 	framesBeforeLap uint64 // of frames, those before lapStart
 	posting         bool   // a goroutine (a sender or the writer) puts this pair's frames
 	lastPut         int64  // nanotime when the last put of the pair ended
+	lastPutCost     int64  // how long that put took, ns
 	burst           int    // sends in a row within Config.BatchGap of lastPut
 	seenCredit      uint64 // the credit signal as the last stage read it
 	err             error  // sticky: pair closed by the receiver, bad credit, failed put

@@ -30,6 +30,9 @@ if [ ! -f /usr/include/rdma/fabric.h ] || ! need fi_pingpong; then
 fi
 need fi_pingpong || { echo "bench_ofi.sh: fi_pingpong (libfabric-bin) is required"; exit 1; }
 
+# The anchors spin on fi_cq_read with no CQ wait object: rdmactor is
+# measured the same way (RDMACTOR_OFI_WAIT=poll) unless told otherwise.
+export RDMACTOR_OFI_WAIT=${RDMACTOR_OFI_WAIT:-poll}
 ROUNDS=${ROUNDS:-3}
 REPS=${REPS:-5}
 LAT_ITERS=${LAT_ITERS:-10000}

@@ -13,7 +13,9 @@ import (
 // results are one transport's figures, over all repetitions.
 type results struct {
 	rtt, rttIdle []time.Duration
-	thr1, thrN   []float64 // messages/s per repetition
+	mesh         []time.Duration // every request of the mesh figure
+	meshRate     []float64       // requests/s of the job, per repetition
+	thr1, thrN   []float64       // messages/s per repetition
 	// CPU per message of the throughput runs (µs): the receiving rank's
 	// process, and the sending ranks' processes together.
 	cpuRecv1, cpuSend1, cpuRecvN, cpuSendN []float64
@@ -71,6 +73,21 @@ func drive(ctx context.Context, r *rank, o options) error {
 				}
 				res[t.name].rttIdle = append(res[t.name].rttIdle, s...)
 			}
+		}
+	}
+	// Mesh: every rank client and server.
+	for rep := range o.reps {
+		if o.only != "mesh" {
+			break // only on request: it is the oversubscribed figure
+		}
+		for _, t := range r.order {
+			lat, rate, err := meshRound(ctx, r, t, o, uint64(rep))
+			if err != nil {
+				return err
+			}
+			x := res[t.name]
+			x.mesh, x.meshRate = append(x.mesh, lat...), append(x.meshRate, rate)
+			fmt.Printf("# rep %d %-14s mesh p50 %v, %.0f requests/s\n", rep, t.name, pct(lat, 50), rate)
 		}
 	}
 	// Throughput: one sender, then every other rank.
@@ -229,6 +246,12 @@ func report(r *rank, res map[string]*results, o options, many int, idle0, idle1 
 		figs = append(figs,
 			figure{"rtt_after_idle_p50", "us", false, func(s *results) float64 { return us(pct(s.rttIdle, 50)) }},
 			figure{"rtt_after_idle_p99", "us", false, func(s *results) float64 { return us(pct(s.rttIdle, 99)) }})
+	}
+	if len(first.mesh) > 0 {
+		figs = append(figs,
+			figure{"mesh_p50", "us", false, func(s *results) float64 { return us(pct(s.mesh, 50)) }},
+			figure{"mesh_p99", "us", false, func(s *results) float64 { return us(pct(s.mesh, 99)) }},
+			figure{"mesh_requests", "k req/s", true, func(s *results) float64 { return median(s.meshRate) / 1e3 }})
 	}
 	figs = append(figs,
 		figure{"throughput_1to1", "M msg/s", true, func(s *results) float64 { return median(s.thr1) / 1e6 }},

@@ -28,6 +28,10 @@
 //     processes per message in the throughput runs (median over
 //     repetitions), the figure a busy host disturbs least. With -local all
 //     ranks are one process, and each of the two counts all of it.
+//   - mesh: every rank makes -mesh-n requests (RequestFuture, one at a
+//     time) to random other ranks while answering theirs: p50 and p99 of
+//     every request, and requests/s of the whole job. Run it with more
+//     ranks than cores to see an oversubscribed host.
 //   - idle CPU: the CPU time ranks 0 and 1 use during -idle-window with no
 //     traffic, as a share of one core (both transports' stacks are in the
 //     process; -anchor none measures rdmactor alone).
@@ -55,6 +59,7 @@ type options struct {
 	idleN      int
 	pause      time.Duration
 	msgs       int
+	meshN      int
 	reps       int
 	idleWindow time.Duration
 	timeout    time.Duration
@@ -75,11 +80,12 @@ func main() {
 	flag.IntVar(&o.idleN, "idle-n", 20, "round trips after an idle pause, per repetition")
 	flag.DurationVar(&o.pause, "pause", 100*time.Millisecond, "idle pause before each of those round trips")
 	flag.IntVar(&o.msgs, "msgs", 500000, "one-way messages per sender per repetition")
+	flag.IntVar(&o.meshN, "mesh-n", 2000, "requests per rank in the mesh figure (every rank requests from random others)")
 	flag.IntVar(&o.reps, "reps", 3, "repetitions of each figure (transports alternate)")
 	flag.DurationVar(&o.idleWindow, "idle-window", time.Second, "window for the idle CPU figure (0: skip)")
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "deadline for the whole run")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write rank 0's CPU profile of the throughput phase to this file")
-	flag.StringVar(&o.only, "only", "", "run only this figure: rtt, idle or throughput (default: all)")
+	flag.StringVar(&o.only, "only", "", "run only this figure: rtt, idle, throughput or mesh (default: all)")
 	flag.Parse()
 	if o.anchor != "protoremote" && o.anchor != "none" {
 		log.Fatalf("-anchor %q: want protoremote or none", o.anchor)
@@ -179,6 +185,9 @@ func (r *rank) control(c actor.Context) {
 	case *CPURequest:
 		r.blasts.Wait() // a blast's goroutine has returned from its last Send
 		c.Respond(&CPU{Used: cpuTime()})
+	case *Mesh:
+		sender := c.Sender()
+		go func() { r.node.Root().Send(sender, r.mesh(m)) }()
 	case *Finish:
 		close(r.finished)
 		c.Respond(&Ack{})

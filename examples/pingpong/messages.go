@@ -75,4 +75,6 @@ func init() {
 	actor.RegisterMessage[CPU]()
 	actor.RegisterMessage[Finish]()
 	actor.RegisterMessage[Ack]()
+	actor.RegisterMessage[Mesh]()
+	actor.RegisterMessage[MeshResult]()
 }

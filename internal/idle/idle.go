@@ -68,11 +68,12 @@ type Backoff struct {
 	n     int
 	sleep time.Duration
 
-	bell   Bell
-	ctx    context.Context
-	armed  bool
-	ticket uint32
-	stop   func() bool // unregisters the kick on ctx's end
+	bell    Bell
+	blocker Blocker // d, where it blocks (NewDrivenCtx)
+	ctx     context.Context
+	armed   bool
+	ticket  uint32
+	stop    func() bool // unregisters the kick on ctx's end
 }
 
 // New starts a wait with strategy s.
@@ -87,6 +88,27 @@ func New(s Strategy) Backoff { return Backoff{s: s, sleep: s.MinSleep} }
 func NewDriven(s Strategy, d Driver) Backoff {
 	b := New(s)
 	b.d = d
+	return b
+}
+
+// Blocker is a Driver whose PollWait blocks until the awaited change
+// arrives (the method set of rdma.BlockingPoller beyond Driver): a wait
+// may then block up to MaxBlock at a time, and Kick ends a block early.
+type Blocker interface {
+	Driver
+	Blocks() bool
+	Kick()
+}
+
+// NewDrivenCtx is NewDriven for a wait with a context: where d is a
+// Blocker that blocks, the phase after the spins blocks in d.PollWait for
+// up to MaxBlock (or ctx's deadline), and ctx's cancellation kicks d. The
+// caller must call Stop when the wait ends.
+func NewDrivenCtx(ctx context.Context, s Strategy, d Driver) Backoff {
+	b := NewDriven(s, d)
+	if bl, ok := d.(Blocker); ok && bl.Blocks() {
+		b.blocker, b.ctx = bl, ctx
+	}
 	return b
 }
 
@@ -120,7 +142,22 @@ func (b *Backoff) Idle() (parked bool) {
 			b.d.Poll()
 			return b.n%checkEvery == 0
 		}
-		b.d.PollWait(b.s.MaxSleep)
+		if b.blocker != nil && b.n <= b.s.Spins+b.s.Yields {
+			// Before a block that costs a wake-up, poll on as the yield
+			// phase does elsewhere.
+			if b.d.Poll() == 0 {
+				runtime.Gosched()
+			}
+			return b.n%checkEvery == 0
+		}
+		if b.blocker == nil {
+			b.d.PollWait(b.s.MaxSleep)
+			return true
+		}
+		if b.stop == nil && b.ctx.Done() != nil {
+			b.stop = context.AfterFunc(b.ctx, b.blocker.Kick)
+		}
+		b.d.PollWait(b.blockFor())
 		return true
 	}
 	switch {
@@ -153,13 +190,18 @@ func (b *Backoff) block() bool {
 		}
 		return false
 	}
-	d := MaxBlock
-	if dl, ok := b.ctx.Deadline(); ok {
-		d = min(d, time.Until(dl))
-	}
-	b.bell.Sleep(b.ticket, d)
+	b.bell.Sleep(b.ticket, b.blockFor())
 	b.ticket = b.bell.Ticket()
 	return true
+}
+
+// blockFor is how long one block may last: MaxBlock, or less to ctx's
+// deadline.
+func (b *Backoff) blockFor() time.Duration {
+	if dl, ok := b.ctx.Deadline(); ok {
+		return min(MaxBlock, time.Until(dl))
+	}
+	return MaxBlock
 }
 
 // Reset starts the phases over, after progress was made. It disarms the

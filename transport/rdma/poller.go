@@ -37,3 +37,15 @@ type Poller interface {
 	// overstay a cancellation. It returns how much it handled.
 	PollWait(d time.Duration) int
 }
+
+// BlockingPoller is a Poller whose PollWait blocks in a wait object that an
+// arriving write wakes (ofi with a completion queue wait object,
+// fi_cq_sread(3)), so a waiter may pass it long durations and needs no
+// periodic wake-up; Kick ends such a block early (a cancelled wait, Close).
+// Blocks may be false for a provider that implements the methods but
+// opened without a wait object.
+type BlockingPoller interface {
+	Poller
+	Blocks() bool
+	Kick()
+}

@@ -45,14 +45,15 @@ const (
 	// idle strategy's MaxSleep). Each wake-up costs ~40 µs of CPU on a
 	// small VM: 4 ms keeps an idle rank near 1 % of a core.
 	EnvIdleMax = "RDMACTOR_OFI_IDLE_MAX"
-	// EnvWait is how an idle rank waits for its completion queue: poll
-	// (default) opens the CQ without a wait object (FI_WAIT_NONE) and
-	// naps between polls once idle; fd opens it with one (FI_WAIT_UNSPEC)
-	// and blocks in fi_cq_sread, woken by the kernel. fd costs nothing
-	// while idle and wakes at once, but on tcp;ofi_rxm (libfabric 1.17)
-	// a wait object moves the provider to an epoll wait set that slows
-	// every fi_cq_read: 8 B put+signal +1.2 µs one way, 1 MiB streams
-	// -30 % (docs/ofi.md).
+	// EnvWait is how an idle rank waits for its completion queue: fd
+	// (default) opens the CQ with a wait object (FI_WAIT_UNSPEC), and
+	// waits block in fi_cq_sread, woken by the kernel when a write
+	// arrives: an idle rank costs well under 1 % of a core. poll opens it
+	// without one (FI_WAIT_NONE) and waiters nap between polls once idle
+	// (several % of a core per idle rank), for ranks that own a core and
+	// spin: on tcp;ofi_rxm (libfabric 1.17) a wait object moves the
+	// provider to an epoll wait set that adds about 1 µs to every
+	// fi_cq_read. sockets never gets one (its reads would block).
 	EnvWait = "RDMACTOR_OFI_WAIT"
 	// EnvDebug, if set to 1, logs fabric selection and target-side signal
 	// errors to stderr.
@@ -119,9 +120,11 @@ func configFromEnv() (config, error) {
 		return c, err
 	}
 	c.manual = !auto
-	if c.waitFD, err = envChoice(EnvWait, "poll", "fd"); err != nil {
+	poll, err := envChoice(EnvWait, "fd", "poll")
+	if err != nil {
 		return c, err
 	}
+	c.waitFD = !poll
 	for _, d := range []struct {
 		env string
 		dst *time.Duration

@@ -210,8 +210,11 @@ func TestConfigChoices(t *testing.T) {
 
 	t.Setenv(EnvWait, "sometimes")
 	_, err = configFromEnv()
-	require.EqualError(t, err, EnvWait+`="sometimes": want poll or fd`)
+	require.EqualError(t, err, EnvWait+`="sometimes": want fd or poll`)
 	t.Setenv(EnvWait, "")
+	c, err = configFromEnv()
+	require.NoError(t, err)
+	require.True(t, c.waitFD, "a wait object is the default")
 	t.Setenv(EnvProgress, "both")
 	_, err = configFromEnv()
 	require.EqualError(t, err, EnvProgress+`="both": want manual or auto`)

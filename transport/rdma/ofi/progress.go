@@ -258,7 +258,22 @@ const (
 	napMin    = 10 * time.Microsecond
 )
 
-var _ rdma.Poller = (*Provider)(nil)
+var _ rdma.BlockingPoller = (*Provider)(nil)
+
+// Blocks reports whether PollWait blocks until a write arrives
+// (rdma.BlockingPoller): the CQ has a wait object and signals arrive as CQ
+// entries (cqdata), not as counter ticks.
+func (p *Provider) Blocks() bool { return p.f.waitable && p.strat != counter }
+
+// Kick ends a PollWait blocked in fi_cq_sread (fi_cq_signal), so that its
+// caller looks at its context and state at once. Safe for concurrent use,
+// and a no-op after Close.
+func (p *Provider) Kick() {
+	if p.pins.Pin() {
+		p.f.signalCQ()
+		p.pins.Unpin()
+	}
+}
 
 // Poll drives the provider once from the caller's goroutine (rdma.Poller):
 // it reads a batch of completions (fi_cq_read(3), which on a
@@ -268,13 +283,28 @@ var _ rdma.Poller = (*Provider)(nil)
 // progress goroutine stand back for pollerQuiet, so one thread per rank
 // reads the CQ, not two. Safe for concurrent use.
 func (p *Provider) Poll() int {
-	if p.stopping.Load() {
+	// Pinned: Close frees the CQ, and waits for pins first.
+	if p.stopping.Load() || !p.pins.Pin() {
 		return 0
 	}
+	n := p.pollOnce()
+	p.pins.Unpin()
+	return n
+}
+
+// pollOnce is Poll's read, with the provider pinned.
+func (p *Provider) pollOnce() int {
 	p.schedPoint()
 	// tryPoll(true), without its frame (a waiter's return from the read
 	// that lands a signal is on a ping-pong's critical path)
 	if !p.pollMu.TryLock() {
+		if p.blocked.Load() {
+			// The CQ's holder sleeps in fi_cq_sread (a wait object): wake
+			// it, and make the progress goroutine stand back, so that
+			// this spinning waiter reads the CQ itself from now on.
+			p.polls.Add(1)
+			p.wakeup()
+		}
 		return 0
 	}
 	p.polls.Add(1)
@@ -336,9 +366,16 @@ func (p *Provider) tryPoll() int {
 // progress goroutine holds it (waking it from fi_cq_sread). Safe for
 // concurrent use.
 func (p *Provider) PollWait(d time.Duration) int {
-	if p.stopping.Load() {
+	if p.stopping.Load() || !p.pins.Pin() {
 		return 0
 	}
+	n := p.pollWait(d)
+	p.pins.Unpin()
+	return n
+}
+
+// pollWait is PollWait with the provider pinned.
+func (p *Provider) pollWait(d time.Duration) int {
 	p.schedPoint()
 	// Take the CQ from whoever reads it, waking them if they block.
 	p.waiters.Add(1)

@@ -315,9 +315,11 @@ func (p *Provider) Close() error {
 	}
 	p.closed = true
 	p.mu.Unlock()
-	p.pins.Close() // calls in flight see closed and return
-
+	// Stop first, so that a PollWait blocked in fi_cq_sread returns, then
+	// wait for every pinned call (posts, Poll, PollWait) to leave the CQ.
 	p.stopping.Store(true)
+	p.wakeup()
+	p.pins.Close()
 	p.wakeup()
 	<-p.done
 
