@@ -8,6 +8,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/rdmactor/rdmactor/actor"
+	"github.com/rdmactor/rdmactor/actor/internal/genmsg"
 )
 
 type benchMsg struct {
@@ -88,10 +89,12 @@ func BenchmarkRoundTrip(b *testing.B) {
 }
 
 // One-way messages from a goroutine on rank 0 (Root().Send) to a counting
-// actor on rank 1, with msgpack by reflection and with custom methods.
+// actor on rank 1, with msgpack by reflection, with hand-written methods
+// and with tinylib/msgp's generated ones.
 func BenchmarkOneWay(b *testing.B) {
 	b.Run("codec=reflect", func(b *testing.B) { oneWay(b, &benchMsg{Data: make([]byte, 16)}) })
 	b.Run("codec=custom", func(b *testing.B) { oneWay(b, &benchCodec{Data: make([]byte, 16)}) })
+	b.Run("codec=generated", func(b *testing.B) { oneWay(b, &genmsg.Msg{Data: make([]byte, 16)}) })
 
 }
 
@@ -110,7 +113,7 @@ func oneWay(b *testing.B, msg any) {
 	want := b.N
 	if _, err := nodes[1].SpawnNamed(actor.PropsFromFunc(func(c actor.Context) {
 		switch c.Message().(type) {
-		case *benchMsg, *benchCodec:
+		case *benchMsg, *benchCodec, *genmsg.Msg:
 			if count++; count == want {
 				close(done)
 			}

@@ -134,15 +134,30 @@ func (e *encoder) message(target, sender *PID, header map[string]string, msg any
 		return nil
 	}
 	var err error
-	if mt.custom {
+	switch {
+	case mt.gen:
+		e.buf, err = genMarshaler(msg).MarshalMsg(e.buf)
+	case mt.custom:
 		err = customEncoder(msg).EncodeMsgpack(e.mp)
-	} else {
+	default:
 		err = e.mp.Encode(msg)
 	}
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", name, err)
 	}
 	return nil
+}
+
+// genMarshaler returns msg (T or *T of a type with generated methods) as
+// its marshaler; a T value whose methods have pointer receivers is copied
+// to the heap, as customEncoder does.
+func genMarshaler(msg any) appendMarshaler {
+	if m, ok := msg.(appendMarshaler); ok {
+		return m
+	}
+	p := reflect.New(reflect.TypeOf(msg))
+	p.Elem().Set(reflect.ValueOf(msg))
+	return p.Interface().(appendMarshaler)
 }
 
 // customEncoder returns msg (T or *T of a custom type) as its encoder. A T
@@ -346,6 +361,13 @@ func decodePayload(w *wireMsg, dec *msgpack.Decoder, rd *bytesReader, last *type
 	mt := last.get(w.typeName)
 	if mt == nil {
 		return nil, fmt.Errorf("%q: %w on the receiving rank", w.typeName, ErrUnregistered)
+	}
+	if mt.gen {
+		v, err := mt.unmarshal(w.payload, w.flags&fValue != 0)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v: %w", mt.name, err, ErrUndecodable)
+		}
+		return v, nil
 	}
 	rd.Reset(w.payload)
 	dec.ResetReader(rd)

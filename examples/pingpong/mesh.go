@@ -20,6 +20,7 @@ type (
 		Transport string
 		N, Size   int
 		Seed      uint64
+		Addrs     []string // every rank's PID address on the transport (the anchor's are known to rank 0 only)
 	}
 	// MeshResult is one rank's request latencies (ns) and how long its N
 	// requests took (ns).
@@ -35,6 +36,9 @@ func (r *rank) mesh(m *Mesh) *MeshResult {
 	t := r.ts[m.Transport]
 	if t == nil {
 		return &MeshResult{Err: "unknown transport " + m.Transport}
+	}
+	if r.node.Rank() != 0 && len(m.Addrs) == len(t.addrs) {
+		copy(t.addrs, m.Addrs)
 	}
 	me, size := r.node.Rank(), r.node.Size()
 	rng := rand.New(rand.NewPCG(m.Seed, uint64(me)))
@@ -65,7 +69,7 @@ func meshRound(ctx context.Context, r *rank, t *transport, o options, seed uint6
 		Result() (any, error)
 	}, n.Size())
 	for k := range n.Size() {
-		futs[k] = n.Root().RequestFuture(n.PID(k, "ctl"), &Mesh{Transport: t.name, N: o.meshN, Size: o.size, Seed: seed}, o.timeout)
+		futs[k] = n.Root().RequestFuture(n.PID(k, "ctl"), &Mesh{Transport: t.name, N: o.meshN, Size: o.size, Seed: seed, Addrs: t.addrs}, o.timeout)
 	}
 	var lat []time.Duration
 	var longest int64

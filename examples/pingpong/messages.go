@@ -3,8 +3,6 @@ package main
 import (
 	"time"
 
-	"github.com/vmihailenco/msgpack/v5"
-
 	"github.com/rdmactor/rdmactor/actor"
 )
 
@@ -14,30 +12,6 @@ import (
 type Payload struct {
 	Seq  uint64
 	Data []byte
-}
-
-// PayloadCodec is Payload with hand-written msgpack methods, which
-// rdmactor calls directly (the counterpart of protobuf's generated code).
-type PayloadCodec struct {
-	Seq  uint64
-	Data []byte
-}
-
-// EncodeMsgpack writes Seq and Data as two msgpack values.
-func (p *PayloadCodec) EncodeMsgpack(e *msgpack.Encoder) error {
-	if err := e.EncodeUint(p.Seq); err != nil {
-		return err
-	}
-	return e.EncodeBytes(p.Data)
-}
-
-// DecodeMsgpack reads what EncodeMsgpack wrote.
-func (p *PayloadCodec) DecodeMsgpack(d *msgpack.Decoder) (err error) {
-	if p.Seq, err = d.DecodeUint64(); err != nil {
-		return err
-	}
-	p.Data, err = d.DecodeBytes()
-	return err
 }
 
 // Control messages, rank 0 to the others, over rdmactor.
