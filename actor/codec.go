@@ -362,6 +362,9 @@ func decodePayload(w *wireMsg, dec *msgpack.Decoder, rd *bytesReader, last *type
 	if mt == nil {
 		return nil, fmt.Errorf("%q: %w on the receiving rank", w.typeName, ErrUnregistered)
 	}
+	if err := checkMsgpack(w.payload); err != nil {
+		return nil, fmt.Errorf("%s: %v: %w", mt.name, err, ErrUndecodable)
+	}
 	if mt.gen {
 		v, err := mt.unmarshal(w.payload, w.flags&fValue != 0)
 		if err != nil {

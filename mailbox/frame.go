@@ -2,6 +2,7 @@ package mailbox
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 )
@@ -26,8 +27,10 @@ const kindPad Kind = 0
 // len counts header and body, not the alignment pad. seq is the frame's
 // number on its (sender, receiver) pair, from 0, wrapping at 2^32; a pad
 // frame carries the seq of the frame that follows it. crc is CRC-32C
-// (Castagnoli) of bytes 0..11, so a header that was not written by a
-// mailbox sender is told from one that was.
+// (Castagnoli) of bytes 0..11 and of the body (a pad frame's body is not
+// written and not covered), so neither a header nor a body that a mailbox
+// sender did not write passes for one. The receiver checks the length
+// against its ring before it reads the body the checksum covers.
 const (
 	headerBytes = 16
 	frameAlign  = 8
@@ -43,31 +46,57 @@ type header struct {
 	seq  uint32
 }
 
-// put writes h into b[:headerBytes].
-func (h header) put(b []byte) {
-	_ = b[headerBytes-1]
-	binary.LittleEndian.PutUint32(b[0:], h.len)
-	b[4] = frameMagic
-	b[5] = byte(h.kind)
-	b[6], b[7] = 0, 0
-	binary.LittleEndian.PutUint32(b[8:], h.seq)
-	binary.LittleEndian.PutUint32(b[12:], crc32.Checksum(b[:12], castagnoli))
+// put writes h into f[:headerBytes], with the checksum of the header and
+// of the body f[headerBytes:h.len], which must be written already.
+func (h header) put(f []byte) {
+	h.putSum(f, 0)
+	binary.LittleEndian.PutUint32(f[12:], frameSum(f, h))
 }
 
-// parseHeader reads the header in b[:headerBytes] and checks what a header
-// alone can prove: magic, reserved bytes and checksum.
-func parseHeader(b []byte) (header, error) {
-	_ = b[headerBytes-1]
-	if b[4] != frameMagic {
-		return header{}, fmt.Errorf("magic byte %#02x, want %#02x", b[4], frameMagic)
+// putSum writes h with checksum sum into f[:headerBytes].
+func (h header) putSum(f []byte, sum uint32) {
+	_ = f[headerBytes-1]
+	binary.LittleEndian.PutUint32(f[0:], h.len)
+	f[4] = frameMagic
+	f[5] = byte(h.kind)
+	f[6], f[7] = 0, 0
+	binary.LittleEndian.PutUint32(f[8:], h.seq)
+	binary.LittleEndian.PutUint32(f[12:], sum)
+}
+
+// frameSum is the checksum of the frame in f (header h): CRC-32C of header
+// bytes 0..11 and, unless h is a pad, of the body f[headerBytes:h.len].
+func frameSum(f []byte, h header) uint32 {
+	c := crc32.Checksum(f[:12], castagnoli)
+	if h.kind != kindPad {
+		c = crc32.Update(c, castagnoli, f[headerBytes:h.len])
 	}
-	if b[6] != 0 || b[7] != 0 {
-		return header{}, fmt.Errorf("reserved bytes %#02x %#02x, want 0", b[6], b[7])
+	return c
+}
+
+// parseFrame reads the frame at the start of f and checks it: magic and
+// reserved bytes, then check (the receive ring's rules for the length,
+// sequence number and kind, which must also keep [0, len) inside f; "" if
+// they hold), then the checksum over header and body.
+func parseFrame(f []byte, check func(header) string) (header, error) {
+	_ = f[headerBytes-1]
+	if f[4] != frameMagic {
+		return header{}, fmt.Errorf("magic byte %#02x, want %#02x", f[4], frameMagic)
 	}
-	if got, want := binary.LittleEndian.Uint32(b[12:]), crc32.Checksum(b[:12], castagnoli); got != want {
-		return header{}, fmt.Errorf("header checksum %#08x, want %#08x", got, want)
+	if f[6] != 0 || f[7] != 0 {
+		return header{}, fmt.Errorf("reserved bytes %#02x %#02x, want 0", f[6], f[7])
 	}
-	return header{len: binary.LittleEndian.Uint32(b[0:]), kind: Kind(b[5]), seq: binary.LittleEndian.Uint32(b[8:])}, nil
+	h := header{len: binary.LittleEndian.Uint32(f[0:]), kind: Kind(f[5]), seq: binary.LittleEndian.Uint32(f[8:])}
+	if why := check(h); why != "" {
+		return header{}, errors.New(why)
+	}
+	if h.kind != kindPad && uint64(h.len) > uint64(len(f)) { // check promised otherwise: a caller bug
+		return header{}, fmt.Errorf("frame of %d bytes in %d", h.len, len(f))
+	}
+	if got, want := binary.LittleEndian.Uint32(f[12:]), frameSum(f, h); got != want {
+		return header{}, fmt.Errorf("frame checksum %#08x, want %#08x", got, want)
+	}
+	return h, nil
 }
 
 // align rounds n up to the frame alignment.

@@ -228,7 +228,12 @@ func TestCorruptFrameClosesPair(t *testing.T) {
 		}, "magic byte"},
 		{"bad checksum", func(b []byte, seq uint32) int {
 			mailbox.PutHeader(b, 32, 1, seq)
-			b[0]++ // the length changed after the checksum was taken
+			b[5]++ // the kind changed after the checksum was taken
+			return 32
+		}, "checksum"},
+		{"body changed", func(b []byte, seq uint32) int {
+			mailbox.PutHeader(b, 32, 1, seq)
+			b[20]++ // the body changed after the checksum was taken
 			return 32
 		}, "checksum"},
 		{"replayed seq", func(b []byte, seq uint32) int {

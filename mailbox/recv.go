@@ -199,12 +199,7 @@ func (m *Mailbox) next(s int, q *inPair, h Handler) bool {
 			continue
 		}
 		at := q.r.head & q.r.mask
-		hd, err := parseHeader(ring[at:])
-		if err == nil {
-			if why := q.r.check(hd); why != "" {
-				err = errors.New(why)
-			}
-		}
+		hd, err := parseFrame(ring[at:], q.r.check)
 		if err != nil {
 			m.corrupt(s, q, err.Error(), h)
 			return false

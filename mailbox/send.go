@@ -144,8 +144,8 @@ func (m *Mailbox) stage(p *outPair, peer int, kind Kind, body []byte, n uint64) 
 		header{len: uint32(pl.pad), kind: kindPad, seq: p.r.seq}.put(stage[pl.padAt:])
 	}
 	f := stage[pl.at : pl.at+n]
+	copy(f[headerBytes:], body) // first: the header's checksum covers it
 	header{len: uint32(n), kind: kind, seq: p.r.seq}.put(f)
-	copy(f[headerBytes:], body)
 	if pl.at == 0 {
 		// A new lap: the bytes before it go in a put of their own.
 		p.lapStart, p.framesBeforeLap = p.r.tail+pl.pad, p.frames

@@ -37,6 +37,11 @@ if need staticcheck; then staticcheck ./...; else echo "staticcheck could not be
 echo "== go test -race"
 go test -race -timeout 20m "$@" ./...
 
+echo "== fuzz: decoders of what arrives from other ranks, briefly"
+# Seeded from valid inputs (f.Add); a longer run: -fuzztime 10m.
+go test -run '^$' -fuzz '^FuzzDecodeBody$' -fuzztime 10s ./actor
+go test -run '^$' -fuzz '^FuzzParseFrame$' -fuzztime 10s ./mailbox
+
 echo "== ofi provider (libfabric, build tag ofi): vet and tests on tcp and sockets"
 # The default build above stays pure Go; the ofi provider needs cgo and
 # libfabric-dev (Debian: libfabric-dev >= 1.17).

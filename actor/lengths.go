@@ -1,0 +1,125 @@
+package actor
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// errLength is wrapped by checkMsgpack's errors.
+var errLength = errors.New("msgpack length past the frame")
+
+// checkMsgpack walks the msgpack value at the start of b and checks every
+// length it declares against the bytes present, before a decoder sees it:
+// msgpack v5 (github.com/vmihailenco/msgpack, issue #401) and generated
+// decoders allocate what a length field says, so a 19-byte body declaring
+// a 4 GiB string, or an array of 2^32-1 elements, would allocate that much
+// on the receiving rank. A string, binary or extension must fit in what is
+// left; an array or map of n entries needs at least n (2n) more bytes, one
+// per entry at the least. It reads no further than one value and allocates
+// nothing. Format: the msgpack specification (github.com/msgpack/msgpack,
+// spec.md).
+func checkMsgpack(b []byte) error {
+	pos := 0
+	need := uint64(1) // values still to walk
+	for need > 0 {
+		if pos >= len(b) {
+			return fmt.Errorf("%w: %d values missing at byte %d", errLength, need, pos)
+		}
+		need--
+		t := b[pos]
+		pos++
+		var size, items uint64 // payload bytes, nested values
+		switch {
+		case t <= 0x7f || t >= 0xe0, t == 0xc0, t == 0xc2, t == 0xc3: // fixints, nil, bools
+		case t >= 0x80 && t <= 0x8f:
+			items = 2 * uint64(t&0x0f)
+		case t >= 0x90 && t <= 0x9f:
+			items = uint64(t & 0x0f)
+		case t >= 0xa0 && t <= 0xbf:
+			size = uint64(t & 0x1f)
+		default:
+			n, w, multi, ok := varLen(t)
+			if !ok {
+				return fmt.Errorf("msgpack type byte %#02x at byte %d: %w", t, pos-1, ErrUndecodable)
+			}
+			if w > 0 {
+				if len(b)-pos < w {
+					return fmt.Errorf("%w: length field at byte %d", errLength, pos)
+				}
+				switch w {
+				case 1:
+					n = uint64(b[pos])
+				case 2:
+					n = uint64(binary.BigEndian.Uint16(b[pos:]))
+				case 4:
+					n = uint64(binary.BigEndian.Uint32(b[pos:]))
+				}
+				pos += w
+			}
+			switch multi {
+			case 0:
+				size = n
+			case 1:
+				items = n
+			case 2:
+				items = 2 * n
+			case 3: // ext: a type byte, then n bytes
+				size = n + 1
+			}
+		}
+		if size > uint64(len(b)-pos) {
+			return fmt.Errorf("%w: %d bytes declared at byte %d, %d left", errLength, size, pos, len(b)-pos)
+		}
+		pos += int(size)
+		need += items
+		if need > uint64(len(b)-pos) {
+			return fmt.Errorf("%w: %d values declared by byte %d, %d bytes left", errLength, need, pos, len(b)-pos)
+		}
+	}
+	return nil
+}
+
+// varLen describes the msgpack types whose size is not in their type
+// byte's low bits: n is a fixed payload size (w == 0), or w is the width
+// of the big-endian length that follows; multi says what the length
+// counts: 0 bytes, 1 array items, 2 map pairs, 3 extension bytes.
+func varLen(t byte) (n uint64, w int, multi int, ok bool) {
+	switch t {
+	case 0xc4, 0xd9: // bin8, str8
+		return 0, 1, 0, true
+	case 0xc5, 0xda: // bin16, str16
+		return 0, 2, 0, true
+	case 0xc6, 0xdb: // bin32, str32
+		return 0, 4, 0, true
+	case 0xc7:
+		return 0, 1, 3, true
+	case 0xc8:
+		return 0, 2, 3, true
+	case 0xc9:
+		return 0, 4, 3, true
+	case 0xca:
+		return 4, 0, 0, true
+	case 0xcb:
+		return 8, 0, 0, true
+	case 0xcc, 0xd0:
+		return 1, 0, 0, true
+	case 0xcd, 0xd1:
+		return 2, 0, 0, true
+	case 0xce, 0xd2:
+		return 4, 0, 0, true
+	case 0xcf, 0xd3:
+		return 8, 0, 0, true
+	case 0xd4, 0xd5, 0xd6, 0xd7, 0xd8: // fixext 1, 2, 4, 8, 16: a type byte and the data
+		return 1 + 1<<(t-0xd4), 0, 0, true
+	case 0xdc:
+		return 0, 2, 1, true
+	case 0xdd:
+		return 0, 4, 1, true
+	case 0xde:
+		return 0, 2, 2, true
+	case 0xdf:
+		return 0, 4, 2, true
+	}
+	return 0, 0, 0, false
+}
