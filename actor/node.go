@@ -240,12 +240,40 @@ func (n *Node) Barrier(ctx context.Context) error { return n.comm.Barrier(ctx) }
 // large (mailbox.ErrFrameTooLarge), a full ring after the mailbox's
 // SendTimeout (mailbox.ErrRingFull), a rank gone (ErrRankGone,
 // gin.ErrPeerLost). Delivery at the target is not confirmed.
+//
+// A PID that can name no actor of this job is an error at once, where
+// Root().Send would drop the message silently: a nil PID, a rank outside
+// the job, or an address that is neither a rank's nor this process's own
+// (protoactor-go's "nonhost"), such as another transport's host:port
+// (gin.ErrPeerOutOfRange).
 func (n *Node) Tell(pid *PID, msg any) error {
-	if r, ok := RankOf(pid); ok && r != n.rank && r < n.size {
+	if pid == nil {
+		return fmt.Errorf("tell: nil PID: %w", gin.ErrBadArgument)
+	}
+	r, ok := RankOf(pid)
+	switch {
+	case ok && r >= n.size:
+		return fmt.Errorf("tell %s/%s: rank %d of a job of %d: %w", pid.Address, short(pid.Id), r, n.size, gin.ErrPeerOutOfRange)
+	case ok && r != n.rank:
 		return n.sendUser(r, pid, msg)
+	case !ok && pid.Address != localAddress:
+		return fmt.Errorf("tell %s/%s: the address names no rank of this job: %w", short(pid.Address), short(pid.Id), gin.ErrPeerOutOfRange)
 	}
 	n.system.Root.Send(pid, msg)
 	return nil
+}
+
+// localAddress is the Address protoactor-go gives PIDs of a process with
+// no remote (its actor package's localAddress): they are local.
+const localAddress = "nonhost"
+
+// short keeps an untrusted string to a length fit for an error line.
+func short(s string) string {
+	const most = 64
+	if len(s) <= most {
+		return s
+	}
+	return s[:most] + "..."
 }
 
 // Gone returns why rank can no longer be reached (it closed its node, was

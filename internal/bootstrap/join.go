@@ -120,7 +120,7 @@ func (b *remoteBootstrap) join(ctx context.Context) error {
 		return b.st.Err()
 	case <-ctx.Done():
 		if b.coord != nil {
-			return fmt.Errorf("ranks %v did not join: %w", b.coord.missing(), ctx.Err())
+			return fmt.Errorf("%s did not join: %w", rankList(b.coord.missing()), ctx.Err())
 		}
 		return fmt.Errorf("waiting for all %d ranks to join: %w", b.cfg.Size, ctx.Err())
 	}
@@ -161,4 +161,15 @@ func (b *remoteBootstrap) rank0Down() {
 	default:
 		b.st.lose(&rdma.PeerLostError{Rank: 0, Reason: reasonConnClosed})
 	}
+}
+
+// rankList names ranks for an error line: all of them when few, else the
+// count and the first few, so that a job of 100 000 missing ranks still
+// gets a line that fits a terminal.
+func rankList(rs []int) string {
+	const most = 8
+	if len(rs) <= most {
+		return fmt.Sprintf("ranks %v", rs)
+	}
+	return fmt.Sprintf("%d ranks (%v ...)", len(rs), rs[:most])
 }

@@ -31,3 +31,17 @@ func TestMessagesRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// An error that names missing ranks stays one short line however many.
+func TestRankListShort(t *testing.T) {
+	many := make([]int, 100000)
+	for i := range many {
+		many[i] = i
+	}
+	if s := rankList(many); len(s) > 80 {
+		t.Fatalf("rank list of %d bytes: %.100s", len(s), s)
+	}
+	if s := rankList([]int{1, 3}); s != "ranks [1 3]" {
+		t.Fatalf("rankList([1 3]) = %q", s)
+	}
+}

@@ -15,3 +15,6 @@ func killGroup(p *os.Process, _ bool) { _ = p.Kill() }
 
 // signalCode returns 1: no signals here.
 func signalCode(*exec.ExitError) int { return 1 }
+
+// openFileLimit is unknown here.
+func openFileLimit() (int, bool) { return 0, false }

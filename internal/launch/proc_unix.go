@@ -31,3 +31,12 @@ func signalCode(ee *exec.ExitError) int {
 	}
 	return 1
 }
+
+// openFileLimit is the soft RLIMIT_NOFILE of this process.
+func openFileLimit() (int, bool) {
+	var r syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &r); err != nil || r.Cur > 1<<30 {
+		return 0, false
+	}
+	return int(r.Cur), true
+}

@@ -70,6 +70,24 @@ func (e *RankError) Error() string {
 // Unwrap returns the rank's error.
 func (e *RankError) Unwrap() error { return e.Err }
 
+// MaxRanks bounds the ranks one launcher starts on one host: beyond it a
+// host has far more ranks than processors, and each rank holds processes,
+// pipes and mappings the host runs out of.
+const MaxRanks = 4096
+
+// fdsPerRank is what the launcher holds open per rank: its output pipes
+// and the process's handles, with room to spare.
+const fdsPerRank = 4
+
+// maxRanks is MaxRanks, or less where the open-file limit (getrlimit(2),
+// RLIMIT_NOFILE) would run out first.
+func maxRanks() int {
+	if n, ok := openFileLimit(); ok && (n-64)/fdsPerRank < MaxRanks {
+		return max(1, (n-64)/fdsPerRank)
+	}
+	return MaxRanks
+}
+
 // Run starts o.NP ranks of o.Prog, waits for all of them and returns their
 // results, indexed by rank. Its error is nil when every rank exited with 0;
 // otherwise it is a *RankError naming the first failed rank, ErrTimeout
@@ -79,6 +97,9 @@ func (e *RankError) Unwrap() error { return e.Err }
 func Run(ctx context.Context, o Options) ([]Result, error) {
 	if o.NP < 1 {
 		return nil, fmt.Errorf("launch: NP = %d, want >= 1", o.NP)
+	}
+	if most := maxRanks(); o.NP > most {
+		return nil, fmt.Errorf("launch: NP = %d, over the limit of %d ranks on one host (%d, or what the open-file limit allows at %d descriptors per rank); run across hosts for more", o.NP, most, MaxRanks, fdsPerRank)
 	}
 	if o.Prog == "" {
 		return nil, errors.New("launch: no program")
