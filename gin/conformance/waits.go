@@ -57,6 +57,25 @@ func testWaits(t *testing.T, f Factory) {
 		}
 	})
 
+	// gin/doc.go: every wait checks its context before it spins and while
+	// it spins, however long the spin phase (Config.Idle.Spins) is.
+	t.Run("CancelledWhileSpinning", func(t *testing.T) {
+		e := setup(t, f, 2, gin.Config{Signals: 1, Idle: gin.IdleStrategy{Spins: 1 << 30, MinSleep: time.Microsecond, MaxSleep: time.Millisecond}})
+		x := e.x(1, 0)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		start := time.Now()
+		_, err := x.WaitSignal(ctx, 0, 1, 64)
+		require.ErrorIs(t, err, context.Canceled)
+		require.Less(t, time.Since(start), 100*time.Millisecond, "an ended context seen only after the spin")
+		ctx, cancel = context.WithCancel(context.Background())
+		time.AfterFunc(20*time.Millisecond, cancel)
+		start = time.Now()
+		_, err = x.WaitSignal(ctx, 0, 1, 64)
+		require.ErrorIs(t, err, context.Canceled)
+		require.Less(t, time.Since(start), time.Second, "a cancel during the spin")
+	})
+
 	// gin/signal.go, WaitSignal: "It ends ... with ErrPeerLost or ErrClosed
 	// when those happen meanwhile: no wait outlives its deadline." A wait
 	// in progress when its Comm is closed ends with ErrClosed.

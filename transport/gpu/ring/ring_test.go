@@ -74,6 +74,11 @@ func TestModel(t *testing.T) {
 	var readErr error
 	go func() {
 		defer close(done)
+		defer func() {
+			if len(got) < producers*posts {
+				abort.Store(1) // the consumer gave up: so do the producers, not spin on
+			}
+		}()
 		buf := make([]WQE, 5)
 		deadline := time.Now().Add(30 * time.Second)
 		for len(got) < producers*posts && time.Now().Before(deadline) {
@@ -130,6 +135,7 @@ func TestModel(t *testing.T) {
 	wg.Wait()
 	<-done
 	require.NoError(t, readErr)
+	require.Zero(t, abort.Load(), "the consumer gave up after 30 s with %d of %d entries", len(got), producers*posts)
 	for g, err := range flushErrs {
 		require.NoError(t, err, "producer %d", g)
 	}
