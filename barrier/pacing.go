@@ -59,7 +59,7 @@ func (p Pacing) Wait(ctx context.Context, x *gin.Context, s gin.Signal, least ui
 		if err != nil {
 			return 0, err
 		}
-		if rollingLE(least, v, m) {
+		if gin.RollingLE(least, v, m) {
 			return v, nil
 		}
 		if i < p.Spins {
@@ -88,7 +88,3 @@ func mask(bits int) uint64 {
 	}
 	return 1<<uint(bits) - 1
 }
-
-// rollingLE reports a <= b in the rolling order of a counter with mask m,
-// as gin compares signals: b is at most half the range ahead of a.
-func rollingLE(a, b, m uint64) bool { return (b-a)&m <= m>>1 }

@@ -207,7 +207,7 @@ func (s *Session) timeout(ctx context.Context, last, bits int) error {
 		p := s.peer(i)
 		want, err1 := s.x.ReadSignalShadow(s.slot(p))
 		v, err2 := s.x.ReadSignal(s.slot(p), bits)
-		if err1 != nil || err2 != nil || !rollingLE(want&m, v, m) {
+		if err1 != nil || err2 != nil || !gin.RollingLE(want&m, v, m) {
 			e.Missing = append(e.Missing, p)
 		}
 	}

@@ -14,7 +14,12 @@ func mask(bits, max int) (uint64, error) {
 	return 1<<uint(bits) - 1, nil
 }
 
-// rollingLE reports a <= b in the rolling order of a bits-wide counter with
-// mask m: b is at most half the range ahead of a, so the order survives
-// wraparound (NCCL's rolling comparison: x < x+1 even when x+1 overflows).
-func rollingLE(a, b, m uint64) bool { return (b-a)&m <= m>>1 }
+// RollingLE reports a <= b in the rolling order of a counter whose low
+// bits m masks (m = 2^bits-1): b is at most half the range ahead of a, so
+// the order survives wraparound, x < x+1 even when x+1 overflows. It is
+// the comparison of every signal and counter wait (ncclGin::waitSignal,
+// nccl_device/gin.h, NCCL 2.28), for layers that read signals themselves.
+func RollingLE(a, b, m uint64) bool { return (b-a)&m <= m>>1 }
+
+// rollingLE is RollingLE (the name gin's own waits use).
+func rollingLE(a, b, m uint64) bool { return RollingLE(a, b, m) }

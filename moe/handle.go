@@ -440,7 +440,7 @@ func (h *Handle[T]) wait(ctx context.Context, off int, least uint64, what string
 		if err != nil {
 			return fmt.Errorf("wait for %s: %w", what, err)
 		}
-		if rollingLE(least, v) {
+		if gin.RollingLE(least, v, ^uint64(0)) {
 			return nil
 		}
 		if i < p.Spins {
@@ -496,6 +496,3 @@ func (h *Handle[T]) put(x *gin.Context, r int, dst *gin.Window, dstOff int, src 
 	}
 	return nil
 }
-
-// rollingLE is gin's a <= b on 64-bit signals.
-func rollingLE(a, b uint64) bool { return b-a <= 1<<63-1 }

@@ -61,9 +61,6 @@ func mask(bits, max int) (uint64, error) {
 	return 1<<uint(bits) - 1, nil
 }
 
-// rollingLE is gin's rolling order: a <= b iff ((b-a)&m) <= m>>1.
-func rollingLE(a, b, m uint64) bool { return (b-a)&m <= m>>1 }
-
 func (g *Comm) signalIndex(s gin.Signal) error {
 	if g.closed.Load() {
 		return ErrClosed
@@ -168,7 +165,7 @@ func (g *Comm) waitWord(ctx context.Context, w words, i int, least uint64, bits,
 		if err != nil {
 			return 0, err
 		}
-		if v &= m; rollingLE(least, v, m) {
+		if v &= m; gin.RollingLE(least, v, m) {
 			return v, nil
 		}
 		if b.Idle() {

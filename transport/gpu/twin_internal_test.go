@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/rdmactor/rdmactor/gin"
 	"github.com/rdmactor/rdmactor/transport/gpu/cuda"
 	"github.com/rdmactor/rdmactor/transport/gpu/internal/gputest"
 	"github.com/rdmactor/rdmactor/transport/gpu/ring"
@@ -107,7 +108,7 @@ func TestRollingTwin(t *testing.T) {
 	for i, x := range cs {
 		dev := uint32(gotw[i/2] >> (32 * (i % 2)))
 		m, _ := mask(x.bits, 64)
-		want := rollingLE(x.a, x.b, m)
+		want := gin.RollingLE(x.a, x.b, m)
 		assert.Equal(t, want, dev == 1, "rollingLE(%#x, %#x, %d bits)", x.a, x.b, x.bits)
 	}
 }
