@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/rdmactor/rdmactor/collective"
-	"github.com/rdmactor/rdmactor/collective/perf"
+	"github.com/rdmactor/rdmactor/bench/perf"
 	"github.com/rdmactor/rdmactor/gin"
 )
 

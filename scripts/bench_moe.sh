@@ -5,7 +5,7 @@
 #
 #  1. rdmactor: bin/moe (examples/moe) under the launcher, for each rank
 #     count and size: the one-sided Handle (normal mode, and low-latency
-#     mode up to 128 tokens) and, in the same run, package moe/twosided
+#     mode up to 128 tokens) and, in the same run, package bench/twosided
 #     (collective.AllToAllV: pack, counts, one bulk exchange). It writes
 #     the job's routing to a CSV file (-write-routing).
 #  2. Open MPI: examples/moe/mpi/moe_alltoallv.c, built with mpicc -O3

@@ -3,7 +3,7 @@
 # latency and 64 KiB / 1 MiB put bandwidth over libfabric, against
 # anchors run in the same script, on the same provider:
 #   - fi_pingpong -e rdm (Debian libfabric-bin): 8 B send/recv ping-pong;
-#   - transport/rdma/ofi/bench -mode raw: raw libfabric, fi_writedata
+#   - bench/ofiraw -mode raw: raw libfabric, fi_writedata
 #     ping-pong and a window of writes, no rdmactor layer, its loops in C
 #     (spinning on fi_cq_read, and blocking in fi_cq_sread), and the same
 #     loops driven from Go (-loop go: what the Go runtime adds).
@@ -38,7 +38,7 @@ REPS=${REPS:-5}
 LAT_ITERS=${LAT_ITERS:-10000}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-go build -tags ofi -o "$tmp/bench" ./transport/rdma/ofi/bench
+go build -tags ofi -o "$tmp/bench" ./bench/ofiraw
 go build -o "$tmp/rdmarun" ./cmd/rdmarun
 
 port=$((40000 + RANDOM % 20000))

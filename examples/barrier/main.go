@@ -2,7 +2,7 @@
 // ranks, checks that none lets a rank out early, and prints the latency of
 // the flat barrier (NCCL's ncclGinBarrierSession) and of the dissemination
 // barrier, measured as the Open MPI anchor measures MPI_Barrier
-// (collective/perf).
+// (bench/perf).
 //
 // Run it as processes through the launcher:
 //
@@ -29,7 +29,7 @@ import (
 
 	"github.com/rdmactor/rdmactor/barrier"
 	"github.com/rdmactor/rdmactor/collective"
-	"github.com/rdmactor/rdmactor/collective/perf"
+	"github.com/rdmactor/rdmactor/bench/perf"
 	"github.com/rdmactor/rdmactor/gin"
 )
 

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/rdmactor/rdmactor/collective"
-	"github.com/rdmactor/rdmactor/collective/perf"
+	"github.com/rdmactor/rdmactor/bench/perf"
 )
 
 // anchorTokens are the anchor's all-to-all sizes: tokens x 7168 bf16

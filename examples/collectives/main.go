@@ -16,7 +16,7 @@
 // prints them as the anchor does, "name: value unit", for
 // scripts/bench_collectives.sh to set side by side.
 //
-// Times are per call, measured as the anchor measures (collective/perf):
+// Times are per call, measured as the anchor measures (bench/perf):
 // calibrated repetitions of about -rep-seconds, each timed on the slowest
 // rank, median of -reps. Bandwidths follow nccl-tests: algbw = size /
 // time, busbw = algbw x 2(n-1)/n for all-reduce, x (n-1)/n for the
@@ -36,7 +36,7 @@ import (
 
 	"github.com/rdmactor/rdmactor/barrier"
 	"github.com/rdmactor/rdmactor/collective"
-	"github.com/rdmactor/rdmactor/collective/perf"
+	"github.com/rdmactor/rdmactor/bench/perf"
 	"github.com/rdmactor/rdmactor/gin"
 )
 

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/rdmactor/rdmactor/collective"
-	"github.com/rdmactor/rdmactor/collective/perf"
+	"github.com/rdmactor/rdmactor/bench/perf"
 )
 
 // sweep runs every collective of o over sizes minB, minB*f, ... maxB and

@@ -15,7 +15,7 @@ import (
 	"github.com/rdmactor/rdmactor/collective"
 	"github.com/rdmactor/rdmactor/gin"
 	"github.com/rdmactor/rdmactor/moe"
-	"github.com/rdmactor/rdmactor/moe/twosided"
+	"github.com/rdmactor/rdmactor/bench/twosided"
 )
 
 // input is this rank's tokens and routing for one setup.

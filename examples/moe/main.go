@@ -4,7 +4,7 @@
 // dispatch and combine like DeepEP's tests (per phase time in µs and the
 // bandwidth of the bytes that cross ranks), beside a same-run baseline
 // doing the same data movement with collective.AllToAllV (package
-// moe/twosided).
+// bench/twosided).
 //
 // Run it as processes through the launcher:
 //
@@ -36,7 +36,7 @@ import (
 
 	"github.com/rdmactor/rdmactor/barrier"
 	"github.com/rdmactor/rdmactor/collective"
-	"github.com/rdmactor/rdmactor/collective/perf"
+	"github.com/rdmactor/rdmactor/bench/perf"
 	"github.com/rdmactor/rdmactor/gin"
 	_ "github.com/rdmactor/rdmactor/transport/rdma/ofi" // RDMACTOR_TRANSPORT=ofi in builds with -tags ofi
 )

@@ -39,7 +39,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rdmactor/rdmactor/collective/perf"
+	"github.com/rdmactor/rdmactor/bench/perf"
 	"github.com/rdmactor/rdmactor/gin"
 	"github.com/rdmactor/rdmactor/internal/memword"
 	"github.com/rdmactor/rdmactor/moe"

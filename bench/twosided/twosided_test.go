@@ -12,7 +12,7 @@ import (
 	"github.com/rdmactor/rdmactor/gin"
 	"github.com/rdmactor/rdmactor/internal/testutils"
 	"github.com/rdmactor/rdmactor/moe"
-	"github.com/rdmactor/rdmactor/moe/twosided"
+	"github.com/rdmactor/rdmactor/bench/twosided"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
