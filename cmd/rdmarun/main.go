@@ -47,8 +47,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	transport := fs.String("transport", "shm", "rdma provider the ranks use (RDMACTOR_TRANSPORT)")
 	timeout := fs.Duration("timeout", 0, "kill all ranks and fail after this long (0: no limit)")
 	host := fs.String("host", "127.0.0.1", "host of the bootstrap address (rank 0's control endpoint)")
+	keepGoing := fs.Bool("keep-going", false, "when a rank fails, report it and let the others run on (as a supervisor would); the exit status is still the first failure's")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: rdmarun [-np N] [-transport shm] [-timeout D] [-host H] prog [args...]")
+		fmt.Fprintln(fs.Output(), "usage: rdmarun [-np N] [-transport shm] [-timeout D] [-host H] [-keep-going] prog [args...]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -73,10 +74,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Args:          fs.Args()[1:],
 		Stdout:        stdout,
 		Stderr:        stderr,
-		KillOnFailure: true,
-		Timeout:       *timeout,
-		Host:          *host,
-		Cleanup:       shm.Cleanup,
+		KillOnFailure: !*keepGoing,
+		OnExit: func(r launch.Result) {
+			if *keepGoing && r.ExitCode != 0 {
+				fmt.Fprintf(stderr, "rdmarun: rank %d exited with code %d; the others run on (-keep-going)\n", r.Rank, r.ExitCode)
+			}
+		},
+		Timeout: *timeout,
+		Host:    *host,
+		Cleanup: shm.Cleanup,
 	})
 	if err == nil {
 		return 0

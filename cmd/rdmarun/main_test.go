@@ -21,6 +21,7 @@ func TestRun(t *testing.T) {
 		{"timeout", []string{"-np", "1", "-timeout", "200ms", "sleep", "20"}, 1, "", "timeout"},
 		{"no prog", []string{"-np", "2"}, 2, "", "usage"},
 		{"bad np", []string{"-np", "0", "true"}, 2, "", "-np 0"},
+		{"keep going", []string{"-np", "3", "-keep-going", "sh", "-c", `[ $RDMACTOR_RANK = 1 ] && exit 3; sleep 0.5; echo done $RDMACTOR_RANK`}, 3, "[0] done 0|[2] done 2", "rank 1 exited with code 3"},
 		{"np over the limit", []string{"-np", "100000", "true"}, 1, "", "over the limit of"},
 		{"bad flag", []string{"-x", "true"}, 2, "", "usage"},
 		{"help", []string{"-h"}, 0, "", "usage"},

@@ -66,6 +66,9 @@ func (j *job) wait(ctx context.Context, startErr error) error {
 		case r := <-j.exits:
 			left--
 			res := j.procs[r].res
+			if j.o.OnExit != nil {
+				j.o.OnExit(res)
+			}
 			if res.ExitCode != 0 && first == nil && stopErr == nil {
 				first = &RankError{Rank: r, ExitCode: res.ExitCode, Err: res.Err}
 				if j.o.KillOnFailure {

@@ -33,6 +33,10 @@ type Options struct {
 	// KillOnFailure kills the other ranks (SIGTERM, then SIGKILL after
 	// KillGrace) when a rank fails; cmd/rdmarun sets it.
 	KillOnFailure bool
+	// OnExit, if set, is called as each rank exits (from Run's goroutine,
+	// one call at a time), before the other ranks have: a supervisor's
+	// report of a rank that failed while the others run on.
+	OnExit func(Result)
 	// Timeout, if > 0, kills every rank once it has passed and makes Run
 	// fail with ErrTimeout.
 	Timeout time.Duration
