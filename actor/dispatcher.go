@@ -13,9 +13,9 @@ import (
 //
 // Why: a new goroutine starts with a small stack, and a message to another
 // rank is encoded (msgpack reflection) and put (gin's endpoint layers)
-// several frames deep, so every actor run that sends across ranks grew
-// and copied its stack, twice (about 4 µs per round trip here, a third of
-// the CPU of a ping-pong). Pooled goroutines keep their grown stacks.
+// several frames deep, so every actor run that sends across ranks would
+// grow and copy its stack, twice per round trip (see BenchmarkRoundTrip).
+// Pooled goroutines keep their grown stacks.
 var Dispatcher protoactor.Dispatcher = newPoolDispatcher(300)
 
 // maxIdleWorkers bounds the goroutines kept waiting for work; a worker

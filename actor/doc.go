@@ -1,7 +1,7 @@
 // Package actor runs protoactor-go actors across the ranks of an rdmactor
 // job: a message to a PID of another rank is encoded with msgpack and put
 // into that rank's remote mailbox (package mailbox) with one-sided puts,
-// not sent over a socket (DESIGN.md, "Remote mailboxes and actors").
+// not sent over a socket (docs/actors.md).
 //
 // Programs keep protoactor-go's API. This package re-exports what they
 // need (PID, Props, Context, Actor, PropsFromProducer, ... as aliases), so

@@ -22,9 +22,9 @@ import (
 //     oversubscribed). runtime.Gosched would not help: it hands the core
 //     only to goroutines of the same process, and with GOMAXPROCS > 1 it
 //     wakes the Go scheduler's spinning threads, which take the core from
-//     the other processes (a 4-process shm barrier on 2 cores: about 3.5
-//     µs per barrier with sched_yield alone, 16 µs with Gosched too). A
-//     parked Go timer sleeps tens of microseconds at least.
+//     the other processes, several times slower per barrier than
+//     sched_yield alone (examples/barrier, oversubscribed). A parked Go
+//     timer sleeps tens of microseconds at least.
 //   - goroutines of one process (gin.NewLocal with more ranks than
 //     GOMAXPROCS): Gosched, since sched_yield does not reschedule
 //     goroutines.

@@ -42,14 +42,14 @@ func (a *endpointActor) Receive(c actor.Context) {
 // (faults) wait, which is fine since a fault also ends the loop.
 //
 // On a Poller provider it only reports what others found, and lazily (it
-// parks at once, Config.Idle's sleeps): the CQ is read by whoever waits
-// (the producer waiting for SQ room, Flush, a gin wait, each reporting
-// too) or else by the provider's own progress thread, and every Post
-// reports what has completed. A spinning actor beside a streaming
-// producer took the core the receiver needed on a 2-core VM, and one that
-// also read the CQ contended with the producer's writes inside the
-// provider (docs/ofi.md). The actor remains what reports completions
-// nobody waits for and surfaces QP faults.
+// parks at once, Config.Idle's sleeps): the CQ is read by whoever waits (the
+// producer waiting for SQ room, Flush, a gin wait, each reporting too) or
+// else by the provider's own progress thread, and every Post reports what
+// has completed. A spinning actor beside a streaming producer takes the core
+// the receiver needs where cores are few, and one that also read the CQ
+// contended with the producer's writes inside the provider (docs/ofi.md).
+// The actor remains what reports completions nobody waits for and surfaces
+// QP faults.
 func (a *endpointActor) progress() {
 	e := a.ep
 	s := e.m.cfg.Idle

@@ -1,7 +1,8 @@
 // Package endpoint turns a provider's QPs into the endpoints gin posts on:
 // the data Endpoint and the SCEndpoints (signal/counter endpoints) of each
-// (context, peer), following seeds 000 (EFA GIN backend), 002 (N:m QP
-// sharing) and 003 (GPU-built WQEs).
+// (context, peer), following the aws-ofi-nccl EFA-GDA backend, the N:m
+// QP-sharing change to AMD's ANP NCCL plugin, and DeepEP's use of NVSHMEM
+// IBGDA (GPU-built WQEs).
 //
 // # Shape
 //

@@ -117,7 +117,8 @@ func (e *Endpoint) fill(seq uint64, w *rdma.WQE, counter *atomic.Uint64) {
 
 // postValue stages the low size bytes of v in the entry's PutValue slot and
 // queues w with that slot as its source, so the caller's variable is free at
-// return (ncclGin::putValue, seed 000).
+// return (ncclGin::putValue; the PutValue slot pool of the aws-ofi-nccl
+// EFA-GDA backend).
 func (e *Endpoint) postValue(w *rdma.WQE, v uint64, size int) error {
 	seq, err := e.reserve()
 	if err != nil {
@@ -158,7 +159,7 @@ func (e *Endpoint) complete(seq uint64, err error) {
 }
 
 // faulted is called once per QP fault: the actor fails with it, so the
-// supervisor sees it (DESIGN: faults surface through supervision).
+// supervisor sees it: faults surface through supervision.
 func (e *Endpoint) faulted(qe *rdma.QPError) {
 	pid := e.pid.Load()
 	if pid == nil {
@@ -188,9 +189,9 @@ func (e *Endpoint) kick() {
 }
 
 // flush rings the doorbell and waits until every entry reserved before the
-// call completed (seed 000: snapshot submitted, wait for the completion
-// counter), driving a Poller provider while it waits. It returns the first
-// WQE error since the previous flush.
+// call completed (as Flush in the aws-ofi-nccl EFA-GDA backend: snapshot
+// submitted, wait for the completion counter), driving a Poller provider
+// while it waits. It returns the first WQE error since the previous flush.
 func (e *Endpoint) flush(ctx context.Context) error {
 	target := e.sq.reserved.Load()
 	b := idle.NewDriven(e.m.cfg.Idle, e.m.poller)

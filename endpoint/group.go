@@ -12,9 +12,9 @@ import (
 // Group is the set of endpoints of one (context, peer): the data endpoint
 // and one SCEndpoint per signal index in use. It routes posts (a WQE with an
 // indexed signal rides that signal's SCEndpoint, one without rides the data
-// endpoint; seed 000) and keeps the strong-signal promise across them: a
-// signalled WQE is handed to the NIC only after every earlier WQE of the
-// group.
+// endpoint, as in the aws-ofi-nccl EFA-GDA backend) and keeps the
+// strong-signal promise across them: a signalled WQE is handed to the NIC
+// only after every earlier WQE of the group.
 //
 // A Group is safe for concurrent use.
 type Group struct {
@@ -68,7 +68,7 @@ func (g *Group) Endpoint(sig int) (*Endpoint, error) {
 // Post queues w on the endpoint for sig (see Endpoint) with local action
 // counter (nil for none). Unless aggregate, it then rings the doorbell of
 // every endpoint of the group, that endpoint's last, so earlier aggregated
-// WQEs reach the NIC before w (DESIGN: Aggregate defers the doorbell until a
+// WQEs reach the NIC before w (Aggregate defers the doorbell until a
 // later non-aggregated post or Flush).
 //
 // When the group has nothing published and unposted, the doorbell is free
@@ -77,9 +77,8 @@ func (g *Group) Endpoint(sig int) (*Endpoint, error) {
 //
 // Why: on the 8 B ping-pong over tcp the post sits between the peer's
 // signal and the reply, where its Go is cold (the kernel's send evicts it)
-// and each nanosecond counts (~60 ns is 1 % of a hop). The queued path's
-// ticket, merge and frames were ~40 ns of the ~300 between the two
-// (docs/ofi.md, session 16).
+// and each nanosecond counts (~60 ns is 1 % of a hop): the queued path's
+// ticket, merge and frames are a noticeable share of it.
 func (g *Group) Post(sig int, w *rdma.WQE, counter *atomic.Uint64, aggregate bool) error {
 	e := g.cached(sig)
 	if e == nil {

@@ -9,8 +9,9 @@ import (
 	"github.com/rdmactor/rdmactor/transport/rdma"
 )
 
-// wr_id layout (seed 002): [route:16 | seq:48]. The route names the
-// endpoint on its shared QP; seq is the endpoint's SQ sequence number.
+// wr_id layout (as in the N:m QP-sharing change to AMD's ANP NCCL plugin):
+// [route:16 | seq:48]. The route names the endpoint on its shared QP; seq is
+// the endpoint's SQ sequence number.
 const (
 	routeShift = 48
 	seqMask    = 1<<routeShift - 1
@@ -20,8 +21,8 @@ const (
 func wrID(route uint16, seq uint64) uint64 { return uint64(route)<<routeShift | seq&seqMask }
 
 // sharedQP is one provider QP that several endpoints (contexts, signal
-// endpoints) post on: N:m sharing as in seed 002. Its lifetime is
-// refcounted by the endpoints that hold it; completions are routed to the
+// endpoints) post on: N:m sharing as in AMD's ANP NCCL plugin. Its lifetime
+// is refcounted by the endpoints that hold it; completions are routed to the
 // endpoint named in the wr_id.
 type sharedQP struct {
 	peer   int

@@ -13,11 +13,12 @@ import (
 // (8 bytes, as ncclGin::putValue).
 const slotBytes = 8
 
-// slotPool hands each endpoint its slice of a registered staging region
-// (seed 000: "one contiguous region ... each endpoint owns its own slice,
-// single MR"). A slice has one slot per SQ entry, so slot seq%depth is free
-// exactly when SQ entry seq is (the SQ's room check guards both). Regions
-// are registered in chunks of slicesPerRegion slices, as endpoints appear.
+// slotPool hands each endpoint its slice of a registered staging region (as
+// the aws-ofi-nccl EFA-GDA backend: "one contiguous region ... each endpoint
+// owns its own slice, single MR"). A slice has one slot per SQ entry, so
+// slot seq%depth is free exactly when SQ entry seq is (the SQ's room check
+// guards both). Regions are registered in chunks of slicesPerRegion slices,
+// as endpoints appear.
 type slotPool struct {
 	prov    rdma.Provider
 	depth   int

@@ -16,19 +16,20 @@ import (
 //	    |  in the NIC |  published  | being filled |
 //
 // Producers reserve with a compare-and-swap on reserved that first checks
-// room (submitted - completed + n <= depth, seed 000's backpressure rule):
-// a reservation is only ever taken when its slots are free, so a producer
-// whose deadline expires while waiting for room holds nothing and leaves no
-// hole. (An unconditional atomic add, as on GPUs with no deadlines, would
-// leave reserved slots that nobody fills.) No lock is held at any point:
-// a failed CAS only means another producer won and this one retries.
+// room (submitted - completed + n <= depth, the SQ backpressure rule of the
+// aws-ofi-nccl EFA-GDA backend): a reservation is only ever taken when its
+// slots are free, so a producer whose deadline expires while waiting for
+// room holds nothing and leaves no hole. (An unconditional atomic add, as on
+// GPUs with no deadlines, would leave reserved slots that nobody fills.) No
+// lock is held at any point: a failed CAS only means another producer won
+// and this one retries.
 //
 // Filled entries are published in sequence order by moving ready from base
-// to base+1 once it reaches base (seed 003's ordered publish); publishing
-// also takes the entry's ticket from its group, so the group's doorbell can
-// post the entries of all its endpoints in the order they were published.
-// The doorbell hands [posted, ready) to the QP. Completions arrive in post
-// order and move completed.
+// to base+1 once it reaches base (the ordered publish of DeepEP's use of
+// NVSHMEM IBGDA); publishing also takes the entry's ticket from its group,
+// so the group's doorbell can post the entries of all its endpoints in the
+// order they were published. The doorbell hands [posted, ready) to the QP.
+// Completions arrive in post order and move completed.
 type sq struct {
 	mask     uint64
 	wqes     []rdma.WQE

@@ -76,8 +76,8 @@ type Option uint32
 const (
 	// Aggregate defers the doorbell: the put is queued, and a later
 	// non-aggregated put or signal of the same context to the same peer, or
-	// Flush, hands the whole batch to the NIC at once (seed 000's
-	// AggregateRequests). Until then nothing of it is posted.
+	// Flush, hands the whole batch to the NIC at once (AggregateRequests in
+	// the aws-ofi-nccl EFA-GDA backend). Until then nothing of it is posted.
 	Aggregate Option = 1 << iota
 )
 

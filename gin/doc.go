@@ -1,6 +1,6 @@
 // Package gin is rdmactor's one-sided communication layer: windows, puts,
 // signals, counters and flush, with the semantics of NCCL's GIN device API
-// (nccl_device/gin.h, NCCL 2.28–2.30; seed 001), callable from Go.
+// (nccl_device/gin.h, NCCL 2.28–2.30), callable from Go.
 //
 // # Usage
 //

@@ -73,8 +73,8 @@ func (x *Context) Put(team Team, peer int, dst *Window, dstOff int, src *Window,
 	r := team.peerRank(c.rank, peer)
 	// The checks that pass, inline; the ones that fail, through the
 	// functions that say why. A put's Go is on a ping-pong's critical path
-	// and cold there (the kernel's send evicts it): each frame on it cost
-	// ~10 ns of a ~6 µs hop (docs/ofi.md, session 16).
+	// and cold there (the kernel's send evicts it): each frame on it costs
+	// ~10 ns of a ~6 µs hop.
 	if !c.usable() || !team.has(peer, r, c.size) || !c.owns(dst, dstOff, bytes) || !c.owns(src, srcOff, bytes) ||
 		(local.inc && int(local.counter) >= len(c.counters)) {
 		if err := x.putCheck(team, peer, dst, dstOff, src, srcOff, bytes, local); err != nil {

@@ -51,7 +51,7 @@ func (x *Context) WaitSignal(ctx context.Context, s Signal, least uint64, bits i
 	}
 	// Not wait and a deferred leave: the return from a wait is on a
 	// ping-pong's critical path, where each frame's code is cold after the
-	// kernel's send (docs/ofi.md, session 16).
+	// kernel's send.
 	v, err := x.c.waitDriving(ctx, w, least, m, "signal", int(s), x.c.driver())
 	x.c.leave()
 	return v, err

@@ -9,11 +9,10 @@ import (
 
 // Defaults of Config.
 const (
-	// DefaultBatchGap is well below a request/response round trip (about
-	// 1 µs between goroutine ranks, 2 µs between processes on the
-	// benchmark host), so that alternating traffic takes the direct path,
-	// and above the time a tight send loop takes per message (0.1 to
-	// 0.3 µs).
+	// DefaultBatchGap is well below a request/response round trip
+	// (about 1 µs between goroutine ranks, 2 µs between processes on one
+	// host), so that alternating traffic takes the direct path, and above
+	// the time a tight send loop takes per message (0.1 to 0.3 µs).
 	DefaultBatchGap    = 500 * time.Nanosecond
 	DefaultRingBytes   = 1 << 20          // per (receiver, sender) pair
 	DefaultSendTimeout = 10 * time.Second // credit wait of a full ring

@@ -2,9 +2,8 @@
 // sender) pair of a gin.Comm, an inbox ring in a window of the receiver
 // that the sender fills with one-sided puts, a signal at the receiver that
 // counts the sender's frames, and a credit signal at the sender through
-// which the receiver hands consumed ring space back (DESIGN.md, "Remote
-// mailboxes and actors"). It carries opaque frames; package actor puts
-// protoactor-go messages in them.
+// which the receiver hands consumed ring space back (docs/actors.md). It
+// carries opaque frames; package actor puts protoactor-go messages in them.
 //
 // # Usage
 //

@@ -30,7 +30,7 @@ type roundCase struct {
 
 func tokensConst(n int) func(int, int) int { return func(int, int) int { return n } }
 
-// cases are the edge cases of the issue and then some: a rank that
+// cases are the edge cases a dispatch must handle: a rank that
 // receives nothing, every token to one expert, dropped slots, 1 and 3
 // ranks, hidden sizes that are not multiples of 8, empty ranks, and
 // changing token counts across rounds (buffers reused).

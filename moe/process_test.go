@@ -95,7 +95,7 @@ func roleMoE() error {
 }
 
 // TestProcesses runs the ranks as processes through the launcher on shm:
-// 2, 3 and 4 ranks (4 share 2 cores here).
+// 2, 3 and 4 ranks (more ranks than cores, where cores are few).
 func TestProcesses(t *testing.T) {
 	for _, n := range []int{2, 3, 4} {
 		t.Run(fmt.Sprintf("n=%d", n), func(t *testing.T) {

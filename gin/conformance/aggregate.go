@@ -17,7 +17,8 @@ func testAggregate(t *testing.T, f Factory) {
 	// gin/action.go, Aggregate: "defers the doorbell: the put is queued, and
 	// a later non-aggregated put or signal of the same context to the same
 	// peer, or Flush, hands the whole batch to the NIC at once ... Until
-	// then nothing of it is posted." Seed 000's AggregateRequests.
+	// then nothing of it is posted." AggregateRequests in the aws-ofi-nccl
+	// EFA-GDA backend.
 	const n, size = 12, 1000
 	aggregated := func(e *env, src, dst []*gin.Window, to int) {
 		x := e.x(0, 0)

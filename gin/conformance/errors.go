@@ -45,8 +45,8 @@ func testErrors(t *testing.T, f Factory) {
 		require.NoError(t, zero(win[1].Bytes()))
 	})
 
-	// gin/window.go: "A put out of bounds is an error at the call, never a
-	// corrupted peer" (DESIGN.md); gin/errors.go ErrOutOfBounds: "when
+	// gin/doc.go, Errors: "Bad input is an error at the call, never a
+	// corrupted peer"; gin/errors.go ErrOutOfBounds: "when
 	// offset+bytes falls outside a window ... Nothing is written."
 	t.Run("OutOfBounds", func(t *testing.T) {
 		e := setup(t, f, 2, gin.Config{Signals: 2, Counters: 1})
@@ -350,8 +350,7 @@ func testErrors(t *testing.T, f Factory) {
 
 	// gin/config.go Requirements and gin/comm.go NewComm: "It fails with an
 	// *rdma.UnsupportedError (ErrNotSupported) when the provider lacks what
-	// cfg.Require names". DESIGN.md: "Comm creation fails with a clear error
-	// if the caller requires what the provider lacks."
+	// cfg.Require names".
 	t.Run("Require", func(t *testing.T) {
 		probe := setup(t, f, 1, gin.Config{})
 		caps := probe.comms[0].Capabilities()
@@ -404,9 +403,8 @@ func testErrors(t *testing.T, f Factory) {
 	})
 
 	// gin/doc.go, Errors: "Once the bootstrap reports a lost rank, every
-	// wait and post of the Comm ends with ErrPeerLost." (DESIGN.md,
-	// Verification: "dead peer".) A rank that closes and misses a
-	// collective is lost to the others.
+	// wait and post of the Comm ends with ErrPeerLost." A rank that closes
+	// and misses a collective is lost to the others.
 	t.Run("PeerLost", func(t *testing.T) {
 		e := setup(t, f, 2, gin.Config{Signals: 2, Counters: 1})
 		win := e.windows(4096, 0)

@@ -14,7 +14,8 @@ func testPutValue(t *testing.T, f Factory) {
 	// endpoint's slot pool, so nothing of the caller's is referenced after
 	// return." With an 8-entry SQ the slots are reused all the time; none
 	// may be reused before its put was executed (NCCL gin.h
-	// ncclGin::putValue; seed 000's PutValue slot pool).
+	// ncclGin::putValue; the PutValue slot pool of the aws-ofi-nccl EFA-GDA
+	// backend).
 	t.Run("SlotReuse", func(t *testing.T) {
 		e := setup(t, f, 2, gin.Config{Signals: 2, SQDepth: 8})
 		n := scale(100000, 10000)

@@ -10,9 +10,9 @@ import (
 )
 
 func testTeams(t *testing.T, f Factory) {
-	// DESIGN.md, Comm: "World, LSA (ranks that can load/store each other's
-	// memory ...), Rail (NRanks = Size/LSASize, Rank = Rank/LSASize, Stride
-	// = LSASize). A peer is a rank within a team." gin/team.go: "member p of
+	// gin/comm.go: World, LSA ("ranks whose memory this rank can load and
+	// store"), Rail ("NRanks = Size/LSASize, Rank = Rank/LSASize, Stride =
+	// LSASize"); a peer is a rank within a team. gin/team.go: "member p of
 	// the team is world rank base + p*Stride" (ncclTeam, nccl_device/core.h).
 	t.Run("LSASize2", func(t *testing.T) {
 		e := setup(t, f, 4, gin.Config{Signals: 4, LSASize: 2})
@@ -87,10 +87,11 @@ func testTeams(t *testing.T, f Factory) {
 }
 
 func testContexts(t *testing.T, f Factory) {
-	// DESIGN.md: "Context: an ordering domain and a set of connections
-	// (QPs)"; gin/config.go QPsPerPeer: "how many QPs per peer the contexts
-	// share (N:m)" (seed 002). Each context keeps its own ordering promise
-	// while 4 contexts share 2 QPs.
+	// gin/put.go: "Context is an ordering domain of a Comm with its own
+	// connections"; gin/config.go QPsPerPeer: "how many QPs per peer the
+	// contexts share (N:m)" (as in the N:m QP-sharing change to AMD's ANP
+	// NCCL plugin). Each context keeps its own ordering promise while 4
+	// contexts share 2 QPs.
 	e := setup(t, f, 2, gin.Config{Signals: 8, Contexts: 4, QPsPerPeer: 2})
 	require.Equal(t, 4, e.comms[0].ContextCount())
 	n := scale(200, 40)

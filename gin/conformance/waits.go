@@ -10,8 +10,8 @@ import (
 )
 
 func testWaits(t *testing.T, f Factory) {
-	// gin/doc.go caller duty 5 and DESIGN.md: "Wait takes a
-	// context.Context (deadline, cancel) in Go ...: nothing waits forever."
+	// gin/doc.go caller duty 5: "Every wait takes a context.Context: give
+	// it a deadline."
 	// gin/signal.go, WaitSignal: "It ends with ctx's error when ctx ends".
 	t.Run("Deadline", func(t *testing.T) {
 		e := setup(t, f, 2, gin.Config{Signals: 2, Counters: 2})

@@ -11,11 +11,11 @@ import (
 )
 
 // A model of kernels.cu's index math, statement for statement where it
-// matters (STYLE 18: check against a dumb model): the layout's chunked
-// block scan, the dispatch's blocks, sub-chunks, runs and prefix-sum
-// offsets, the combines' reductions over rows pulled from where the
-// experts wrote them, and the low-latency parts. It checks them against package moe's CPU functions and
-// against Reference, for routings with the edge cases.
+// matters: the layout's chunked block scan, the dispatch's blocks,
+// sub-chunks, runs and prefix-sum offsets, the combines' reductions over
+// rows pulled from where the experts wrote them, and the low-latency parts.
+// It checks them against package moe's CPU functions and against Reference,
+// for edge-case routings.
 
 type modelInput struct {
 	x   []uint16 // [T][H]

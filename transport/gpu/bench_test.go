@@ -18,7 +18,7 @@ import (
 )
 
 // Benchmarks of the GPU paths, each with its anchor measured in the same
-// run (STYLE 20; docs/gpu.md quotes them):
+// run (docs/gpu.md quotes them):
 //
 //   - BenchmarkLSAPut: put bandwidth GPU0 -> GPU1 from a kernel (every block
 //     puts its share, CoopBlock) against cuMemcpyPeerAsync of the same

@@ -37,18 +37,18 @@
 //     gin.Comm's provider) mapped into the device; a kernel reserves slots
 //     of a pinned SQ ring with atomicAdd, writes 64-byte WQEs, publishes
 //     them in order and rings the doorbell by storing the producer index
-//     (package ring, seed 003; lanes of a warp posting together share one
-//     reservation and one doorbell); a CPU proxy per ring, a protoactor-go
-//     actor in the gin.Comm's actor system, posts each WQE with gin (Put,
-//     PutValue, Signal on the same gin context, so gin's strong signals
-//     carry over), ticks counters once gin says the source is consumed, and
-//     moves the ring's completed index for flush. Device signals are gin's
-//     own indexed signals (device signal s is gin signal s): gin's signal
-//     words are mapped into the device (cuMemHostRegister), peers' proxies
-//     add to them with gin.SignalInc/SignalAdd, kernels poll them, and gin's
-//     check that a signal does not mix the two between resets covers
-//     kernels too. This is how a GPU reaches a NIC without GPU-direct
-//     posting.
+//     (package ring, as in DeepEP's use of NVSHMEM IBGDA; lanes of a warp
+//     posting together share one reservation and one doorbell); a CPU
+//     proxy per ring, a protoactor-go actor in the gin.Comm's actor
+//     system, posts each WQE with gin (Put, PutValue, Signal on the same gin
+//     context, so gin's strong signals carry over), ticks counters once gin
+//     says the source is consumed, and moves the ring's completed index for
+//     flush. Device signals are gin's own indexed signals (device signal s
+//     is gin signal s): gin's signal words are mapped into the device
+//     (cuMemHostRegister), peers' proxies add to them with
+//     gin.SignalInc/SignalAdd, kernels poll them, and gin's check that a
+//     signal does not mix the two between resets covers kernels too. This is
+//     how a GPU reaches a NIC without GPU-direct posting.
 //
 // # Caller duties
 //

@@ -16,8 +16,8 @@ import (
 	"github.com/rdmactor/rdmactor/transport/gpu/ring"
 )
 
-// The proxy path's CPU side: one protoactor-go actor per ring (DESIGN,
-// "the owning endpoint actor (CPU) drains the ring"; seed 003's "NIC"),
+// The proxy path's CPU side: one protoactor-go actor per ring, which drains
+// it and plays the part of the NIC in DeepEP's use of NVSHMEM IBGDA;
 // children of one supervisor per Comm, all in the gin.Comm's actor system
 // (gin.Comm.ActorSystem), beside the endpoint actors gin posts through.
 //

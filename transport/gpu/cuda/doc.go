@@ -33,7 +33,7 @@
 // # Bindings
 //
 // driver.go and nvrtc.go list every C function used as a typed func
-// variable (STYLE 16, as purego's dlfcn.go), bound once by Load from the
+// variable (as purego's dlfcn.go), bound once by Load from the
 // library by symbol name. Where cuda.h maps a name to a versioned ABI
 // (cuMemAlloc -> cuMemAlloc_v2), the versioned symbol is bound, so the
 // 64-bit sizes of CUDA >= 3.2 are used whatever the driver's age.

@@ -4,7 +4,7 @@
 // cuda.Source.Headers).
 //
 // gin.cuh is the readable contract (types, prototypes, promises); impl/
-// holds the bodies and the layouts shared with the Go side (STYLE 2).
+// holds the bodies and the layouts shared with the Go side.
 package include
 
 import (

@@ -4,11 +4,11 @@
 // host model of what a kernel does (impl/gin__proxy.cuh), used by tests and
 // by host code that posts into the same ring.
 //
-// It is the pure core (STYLE 14): it sees rings as []byte views and
+// It is the pure core: it sees rings as []byte views and
 // atomic words (internal/memword) and does no I/O; package gpu allocates
 // the memory (pinned, device-mapped) and drives the Reader.
 //
-// # Protocol (seed 003)
+// # Protocol (as DeepEP's use of NVSHMEM IBGDA)
 //
 // A ring of depth entries has two producer indices in device memory
 // (reserved, ready) and four words in host memory (doorbell, consumed,

@@ -15,10 +15,9 @@ import (
 )
 
 // TestConformance runs gin's semantics suite, unchanged, on each libfabric
-// provider CI has (DESIGN.md, Verification: "the ofi provider is tested on
-// tcp and sockets"), with the signal strategy each one gets by default;
-// then again with FI_MR_BASIC registration (virtual addresses, provider
-// keys: what real NICs ask for).
+// provider CI has (tcp and sockets), with the signal strategy each one
+// gets by default; then again with FI_MR_BASIC registration (virtual
+// addresses, provider keys: what real NICs ask for).
 func TestConformance(t *testing.T) {
 	for _, tc := range []struct {
 		name, prov string

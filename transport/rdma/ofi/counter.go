@@ -8,11 +8,11 @@ import (
 	"github.com/rdmactor/rdmactor/transport/rdma"
 )
 
-// The counter strategy (seed 000, the EFA GIN backend's sc_endpoints): the
-// target opens one signal endpoint per signal, each with a counter bound
-// for FI_REMOTE_WRITE (FI_RMA_EVENT, fi_cntr(3)); an initiator that wants
-// to tick signal j writes through the target's signal endpoint j, data and
-// signal in one write. The target's progress goroutine reads the counters
+// The counter strategy (the sc_endpoints of the aws-ofi-nccl EFA-GDA
+// backend): the target opens one signal endpoint per signal, each with a
+// counter bound for FI_REMOTE_WRITE (FI_RMA_EVENT, fi_cntr(3)); an
+// initiator that wants to tick signal j writes through the target's signal
+// endpoint j, data and signal in one write. The target's progress goroutine reads the counters
 // and adds each one's growth to signal word j. Since the counter ticks once
 // per write, SignalAdd is rejected (rdma.ErrNotSupported; gin's
 // Capabilities.SignalAdd is false), as are VA signals (no endpoint per

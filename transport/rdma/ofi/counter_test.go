@@ -15,7 +15,8 @@ import (
 )
 
 // counterComms builds n goroutine ranks on sockets with the counter signal
-// strategy (seed 000: a signal is the peer's remote-write counter).
+// strategy (as in the aws-ofi-nccl EFA-GDA backend: a signal is the
+// peer's remote-write counter).
 func counterComms(t *testing.T, n int, cfg gin.Config) []*gin.Comm {
 	t.Helper()
 	t.Setenv(ofi.EnvProvider, "sockets")
@@ -36,7 +37,7 @@ func counterComms(t *testing.T, n int, cfg gin.Config) []*gin.Comm {
 
 // TestCounterSignals: with the counter strategy, one write through the
 // peer's signal endpoint carries the data and ticks the signal by one
-// (value and signal in one write, seed 000); the signal implies that
+// (value and signal in one write); the signal implies that
 // put's data (weak signals).
 func TestCounterSignals(t *testing.T) {
 	comms := counterComms(t, 2, gin.Config{Signals: 4})
@@ -106,7 +107,7 @@ func TestCounterSignals(t *testing.T) {
 }
 
 // TestCounterRequire: gin refuses a Comm that requires what counter
-// signals lack (DESIGN.md: "Comm creation fails with a clear error").
+// signals lack (gin.Config.Require: creation fails with a clear error).
 func TestCounterRequire(t *testing.T) {
 	counterComms(t, 1, gin.Config{Signals: 2}) // sets the environment, checks the provider
 	for _, req := range []gin.Requirements{{StrongSignals: true}, {SignalAdd: true}} {

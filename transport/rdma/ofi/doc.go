@@ -48,7 +48,8 @@
 // (query.go), so ErrMixedSignalOps is returned by the post.
 //
 // counter (chosen when cqdata is not available and the domain has
-// FI_RMA_EVENT, or with RDMACTOR_OFI_SIGNALS=counter): EFA style, seed 000.
+// FI_RMA_EVENT, or with RDMACTOR_OFI_SIGNALS=counter): EFA style, as in
+// the aws-ofi-nccl EFA-GDA backend.
 // The target opens one signal endpoint per signal with a counter bound for
 // FI_REMOTE_WRITE; one write through it ticks the signal by one (value and
 // signal in one write). SignalAdd is rejected with an

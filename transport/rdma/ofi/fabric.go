@@ -129,8 +129,8 @@ static int rdx_mr_reg(struct fid_domain *d, void *buf, size_t len, uint64_t acce
 // (addr, key) at dest, with data as remote CQ data when flags has
 // FI_REMOTE_CQ_DATA. It and rdx_cq_read, the calls of every operation,
 // take their pointers as integers: each points to C or mmap'd memory,
-// never Go memory, and cgo's pointer check (cgocheck, ~0.1 µs of a
-// 6.7 µs one-way put+signal on tcp) would prove that on every call.
+// never Go memory, and cgo's pointer check (cgocheck, ~0.1 µs a call)
+// would prove that on every call.
 static ssize_t rdx_write(uintptr_t epp, uintptr_t bufp, size_t len, uintptr_t descp, fi_addr_t dest,
 		uint64_t addr, uint64_t key, uintptr_t ctx, uint64_t data, uint64_t flags) {
 	struct fid_ep *ep = (struct fid_ep *)epp;
@@ -555,17 +555,11 @@ func (c *ctx) fields() (kind, owner, seq uint64) {
 // between the process's threads, and the kernel places each woken thread
 // where it sees room, often the core of the peer rank's spinning poller.
 // A locked goroutine waits for a P on its own thread instead, which
-// stays on its core. A CPU profile of a tcp 64 KiB stream showed the
-// producer's sendmsg calls spread over four threads; with the lock
-// the stream read 0.869x -> 0.935x of the raw C loop (10 interleaved
-// rounds; the raw Go loop, which does not lock, read 0.870x), sockets
-// 1 MiB 0.852x -> 0.906x; the 8 B ping-pong did not move (0.999x over 16
-// alternating pairs; docs/ofi.md, session 11). The lock costs a few
-// stores and an open-coded defer per call; it nests within the progress
-// goroutine's own lock and a caller's. Since session 13 a producer's slice
-// no longer grows old (Post yields, schedPost), which removed the retakes
-// that came from it; the lock still covers a call that outlasts a sysmon
-// tick while no P is idle.
+// stays on its core. The lock costs a few stores and an open-coded defer
+// per call; it nests within the progress goroutine's own lock and a
+// caller's. Post's yields (schedPost) keep a producer's slice from growing
+// old; the lock still covers a call that outlasts a sysmon tick while no
+// P is idle.
 
 // write posts fi_writemsg on ep (nil: the main endpoint). It returns the raw
 // return code: 0, -FI_EAGAIN or another negative code.
@@ -647,7 +641,8 @@ func (f *fabricObjs) readErr() (cqErr, bool) {
 }
 
 // scEndpoint is a signal endpoint of the counter strategy: an endpoint whose
-// counter counts the remote writes that reach it (seed 000's sc_endpoint).
+// counter counts the remote writes that reach it (the sc_endpoint of the
+// aws-ofi-nccl EFA-GDA backend).
 type scEndpoint struct {
 	ep   *C.struct_fid_ep
 	cntr *C.struct_fid_cntr

@@ -42,8 +42,8 @@ import (
 // wait object (the default, EnvWait), it naps with nanosleep for a
 // sixteenth of its idle time up to EnvIdleMax, or, with one, blocks in
 // fi_cq_sread, which the kernel wakes when data arrives and a post wakes
-// with fi_cq_signal. On a loaded 2-core VM an idle progress thread that
-// spins takes the core the peer's reply needs (docs/ofi.md).
+// with fi_cq_signal. On a loaded host with few cores an idle progress
+// thread that spins takes the core the peer's reply needs (docs/ofi.md).
 
 func (p *Provider) run() {
 	lockForNaps()
@@ -62,10 +62,10 @@ func (p *Provider) run() {
 			// nanosleep syscall keeps it, so the runtime's sysmon would
 			// retake it on every nap (a futex wake-up of another thread,
 			// and sysmon itself waking every 20 µs), which costs the
-			// waiter on a 2-core VM more than the nap saves. The sleeps
-			// double while the waiters stay: each wake-up is a context
-			// switch that, on a 2-core VM, delays the spinning waiter or
-			// its peer (standBack keeps it to one).
+			// waiter on a host with few cores more than the nap saves.
+			// The sleeps double while the waiters stay: each wake-up is a
+			// context switch that, where cores are few, delays the
+			// spinning waiter or its peer (standBack keeps it to one).
 			polls = p.polls.Load()
 			standBack(quiet)
 			quiet = min(2*quiet, pollerQuietMax)
@@ -111,8 +111,8 @@ func (p *Provider) run() {
 // lockForNaps locks the goroutine to its thread and gives the thread a
 // 1 ns timer slack: the progress goroutine's naps are nanosleeps of its
 // thread, because Go's timers (time.Sleep, and so idle.Backoff's parks)
-// resolve to about 1 ms on the VMs this was measured on, nanosleep with
-// that slack to 25 µs.
+// can resolve to about 1 ms on small VMs, nanosleep with that slack to
+// tens of µs.
 func lockForNaps() {
 	runtime.LockOSThread()
 	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
@@ -125,12 +125,8 @@ func lockForNaps() {
 // Why: a locked goroutine's timer wakes whichever thread polls the
 // timers, which must hand the goroutine to its own thread (runtime
 // startlockedm: a futex wake-up of that thread, and a park of the first).
-// Unlocked, the thread that takes the timer runs it. Over 4 s of the tcp
-// 8 B ping-pong (waiters polling, this goroutine standing back) the two
-// ranks' voluntary context switches went from 2 886 and 2 849 to 1 838 and
-// 1 839; the futex parks left the sched_switch record. Latency did not
-// move beyond the VM's noise (pairs of runs, new/old: 0.974 over 12,
-// 1.009 over 16), nor did 64 KiB bandwidth (1.004, 7 pairs).
+// Unlocked, the thread that takes the timer runs it, which saves the
+// ranks those context switches while the waiters poll.
 func standBack(d time.Duration) {
 	runtime.UnlockOSThread()
 	time.Sleep(d)
@@ -167,7 +163,7 @@ func (p *Provider) block(ents []cqEntry, lastAct uint64) {
 // counts, and PollWait, which reads the clock anyway, stamps the time it
 // first sees a new count (at most one PollWait late, and a PollWait that
 // naps sleeps a sixteenth of the quiet time): a clock read per post and
-// per completion batch cost ~60 ns each on the critical path (this VM).
+// per completion batch would cost tens of ns each on the critical path.
 func (p *Provider) busy() {
 	p.events.Add(1)
 }
@@ -201,10 +197,8 @@ const (
 // (~6 µs), one that takes the rest (~2.5 µs), then empty ones until the
 // next write lands, 4-20 reads later. Counting only two slow reads in a
 // row, such a target saw no activity for a millisecond now and then and
-// napped mid-stream (367 naps of 60-340 µs in 300 000 reads). With
-// streamReads 8 rdmactor's tcp 64 KiB stream went from 0.73-0.80x of the
-// raw C loop to 0.87-0.93x (10-12 interleaved rounds each; 16 read about
-// the same, 32 worse; docs/ofi.md, session 9).
+// napped mid-stream. A window of 8 reads covers the gap between writes;
+// scripts/bench_ofi.sh shows the stream against the raw C loop.
 type slowReads struct {
 	reads uint64 // PollWait reads so far
 	last  uint64 // the read that was last slow; 0 for none
@@ -327,9 +321,7 @@ func (p *Provider) pollOnce() int {
 // Why it stands back: polling beside a producer whose posts drive the
 // provider, it fought the producer for the CQ (pollMu, and the provider's
 // own locks) and parked its locked thread on the mutex, a futex dance per
-// pass (a third of the producer's futex calls). A sockets 64 KiB stream
-// read 0.81x of the raw C loop with it polling and 0.93x with it standing
-// back (10 interleaved rounds; docs/ofi.md, session 9).
+// pass, which slowed the stream.
 func (p *Provider) push() {
 	p.pushes.Add(1)
 	p.tryPoll()
@@ -402,13 +394,12 @@ func (p *Provider) pollWait(d time.Duration) int {
 		// entry at the target, yet move only while it reads its CQ
 		// (sockets, tcp;ofi_rxm): slow reads moved data, and count as
 		// activity (slowReads), so the target of a stream keeps polling
-		// (naps of 10-100 µs held a 64 KiB stream on sockets to 160
-		// MB/s).
+		// (even short naps starve a stream on sockets).
 		//
 		// While a slow read waits for its confirmation the waiter
 		// neither naps nor yields: it reads on at once, as raw
-		// libfabric's loop does (the yields took 21 % of the CPU of a
-		// sockets 1 MiB stream's target; docs/ofi.md).
+		// libfabric's loop does (yields there cost a stream's target a
+		// good part of its CPU).
 		p.pollMu.Unlock()
 		switch {
 		case confirming:
@@ -481,8 +472,7 @@ func (p *Provider) poll(ents []cqEntry) int {
 			e := &ents[i]
 			// A peer's signal of an inline kind is applied here, not
 			// through handle and onCQData: two frames fewer on a
-			// ping-pong's critical path, cold there (docs/ofi.md,
-			// session 16).
+			// ping-pong's critical path, cold there.
 			if e.flags&(fiRemoteWrite|fiRemoteCQData) == fiRemoteWrite|fiRemoteCQData && isInline(e.data) {
 				m := decodeInline(e.data)
 				if err := p.apply(&m); err != nil {

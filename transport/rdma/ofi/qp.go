@@ -145,11 +145,10 @@ func (q *qp) push(wrID uint64) uint64 {
 // OpNop). With no earlier operation unreported it reports it at once,
 // without a record; else its record waits for those, in post order.
 //
-// Why: the record's lock, taken to push and again to finish, was two of
-// the mutexes an 8 B put crossed between the peer's signal and the reply
-// on the ping-pong's critical path (docs/ofi.md, session 15). Only Post
-// and Progress move head and tail, and their caller serializes them, so
-// they read the two without the lock.
+// Why: a record lock, taken to push and again to finish, would put two
+// more mutexes on an 8 B put between the peer's signal and the reply, the
+// ping-pong's critical path. Only Post and Progress move head and tail,
+// and their caller serializes them, so they read the two without a lock.
 func (q *qp) done(wrID uint64) {
 	if q.head == q.tail {
 		q.cq(wrID, nil)
@@ -308,8 +307,7 @@ func (q *qp) post1(w *rdma.WQE, ps *peerState, last bool) error {
 	case rdma.OpWrite:
 		// The checks that pass inline, their errors through the functions
 		// that say why: the post is on a ping-pong's critical path, cold
-		// there, and each frame cost ~10 ns of a ~6 µs hop (docs/ofi.md,
-		// session 16).
+		// there, and each frame costs ~10 ns of a ~6 µs hop.
 		var ok bool
 		if pl.local, ok = q.liveLocal(w.Local); !ok {
 			_, err := q.localRegion(w.Local)
@@ -564,9 +562,8 @@ const _ = uint(64 - stageSlots)
 // Why a bitmap and fixed contexts: a staged write is the whole of an 8 B
 // put on tcp, and its post sits between the peer's signal and the reply
 // on the ping-pong's critical path, where every nanosecond counts (~60 ns
-// is 1 % of a hop; docs/ofi.md, sessions 14 and 15). A slot was a mutex
-// and a context another; now it is one compare-and-swap on one word, and
-// its context comes with it.
+// is 1 % of a hop). A slot is one compare-and-swap on one word, with no
+// mutex, and its context comes with it.
 type stagePool struct {
 	r    *Region
 	pool *ctxPool

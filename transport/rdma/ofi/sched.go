@@ -22,12 +22,9 @@ func (p *Provider) schedPoint() { yieldEvery(&p.spins) }
 // takes the P away instead (retake in runtime/proc.go, Go 1.26). The
 // goroutine comes back on the other P, whose slice looks just as old, and
 // is retaken again on sysmon's next tick: a storm of P hand-offs, thread
-// wake-ups and sysmon runs at 20 µs intervals, 6 000-9 000 context switches
-// a second per rank where raw libfabric has 1 500. On a 2-core VM each one
-// takes the core of a spinning rank; the 8 B ping-pong lost 2-3 µs per
-// one-way trip to them (a loop of the same fi_cq_read calls made from Go
-// was 9.2 µs against 5.9 µs from C, and 6.2 µs with a yield every ~1 ms,
-// which starts a new slice).
+// wake-ups and context switches, each of which, where cores are few, takes
+// the core of a spinning rank and lengthens its trip. A yield starts a new
+// slice (scripts/bench_ofi.sh compares the ping-pong with raw libfabric).
 func yieldEvery(n *atomic.Uint64) {
 	if n.Add(1)%schedEvery == 0 {
 		goyield()
@@ -41,24 +38,18 @@ func yieldEvery(n *atomic.Uint64) {
 // is woken to look for work.
 //
 // Why not runtime.Gosched: Gosched wakes an idle thread (wakep) on every
-// call. On a 2-core VM where both ranks spin, that thread is scheduled on
+// call. Where both ranks spin on few cores, that thread is scheduled on
 // the peer's core and preempts it, or takes the waiting goroutine from the
 // global queue and carries it to the peer's core, where the two spinning
-// ranks share one CPU until the kernel balances them again (round trips of
-// ~500 µs, 20 in a row, seen in per-trip records). Interleaved rounds of
-// the tcp 8 B ping-pong: 1.150x -> 1.099x and 1.176x -> 1.127x of the C
-// loop (12 rounds each); 64 KiB 0.88x -> 0.99x and 1 MiB 0.99x -> 1.06x
-// (8 rounds); sockets unchanged within noise. Context switches per rank
-// over 60 000 round trips: median 2 770 -> 2 430 (the C loop: ~1 600).
+// ranks share one CPU until the kernel balances them again (round trips
+// of hundreds of µs). goyield wakes no thread.
 //
 //go:linkname goyield runtime.goyield
 func goyield()
 
 // schedEvery is how many Poll and PollWait calls pass between two
 // yields: about 1-2 ms of polling at the ~1 µs an empty fi_cq_read takes
-// on tcp, well inside sysmon's 10 ms (every 8 192 or 32 768 calls read
-// 1.23x of the C loop against 1.11x for 2 048: at ~1.3 µs a read they
-// reach 10 ms; every 128 or 512 read like 2 048).
+// on tcp, well inside sysmon's 10 ms even where a read is slower.
 const schedEvery = 2048
 
 // schedPost counts Post's work (bytes, plus schedOpWork per WQE) and
@@ -67,18 +58,13 @@ const schedEvery = 2048
 //
 // Why: the waiters' yield (schedPoint) never runs in a producer that only
 // posts, and a producer lives in cgo calls as much as a waiter does: a
-// 64 KiB fi_writemsg on tcp copies into the socket for ~16 µs. Uprobes on
-// the runtime of the producer rank of a tcp 64 KiB stream, per second:
-// ~1 000 preemptone calls that gave up on a goroutine in a call, ~900
-// handoffp from sysmon's retake and ~2 800 sysmon ticks, and the
-// producer's sendmsg copies spread over three threads; with the yield,
-// ~100 sysmon ticks and no handoffp. 24 runs of each, alternating: the
-// stream's fast-regime median 3 357 -> 3 761 MB/s (docs/ofi.md, session
-// 13). Work, not calls, is counted, since a post lasts from ~1 µs (8 B)
-// to hundreds (1 MiB); a clock read per post would cost 25-60 ns on the
-// VMs measured. Post's caller may hold the endpoint's post lock: a yield
-// there holds it no longer than a preemption would, which the runtime may
-// do at any point.
+// 64 KiB fi_writemsg on tcp copies into the socket for ~16 µs, so sysmon
+// retakes a producer's P as it does a spinning waiter's, and its copies
+// spread over threads. Work, not calls, is counted, since a post lasts
+// from ~1 µs (8 B) to hundreds (1 MiB), and a clock read per post would
+// cost a good part of a small one. Post's caller may hold the endpoint's
+// post lock: a yield there holds it no longer than a preemption would,
+// which the runtime may do at any point.
 func (q *qp) schedPost(work int) {
 	if q.postWork += work; q.postWork >= schedWork {
 		q.postWork = 0
@@ -87,7 +73,7 @@ func (q *qp) schedPost(work int) {
 }
 
 // schedWork is the posted work between two yields of a producer: 2 ms
-// at 4 GB/s (tcp on loopback here); 2 048 writes of 8 B count as 8 MiB.
+// at 4 GB/s (tcp on loopback); 2 048 writes of 8 B count as 8 MiB.
 // A NIC that takes a post in ~200 ns (verbs) reaches it more often; a
 // yield that finds nothing else runnable on its P resumes at once.
 const (

@@ -13,7 +13,7 @@
 // sequentially consistent (Go memory model), i.e. release on the add and
 // acquire on the load on amd64 and arm64, and the hardware orders the
 // physical pages whatever virtual address each rank maps them at. This is
-// the LSA path of DESIGN.md and the shm analogue of NCCL's LSA puts
+// gin's LSA path and the shm analogue of NCCL's LSA puts
 // (nccl_device, NCCL 2.28).
 //
 // WQEs execute inside QP.Post, in order; each completion is reported to the
