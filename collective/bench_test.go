@@ -5,8 +5,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/rdmactor/rdmactor/collective"
 	"github.com/rdmactor/rdmactor/bench/perf"
+	"github.com/rdmactor/rdmactor/collective"
 	"github.com/rdmactor/rdmactor/gin"
 )
 

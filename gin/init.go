@@ -10,8 +10,6 @@ import (
 	"sync"
 
 	"github.com/rdmactor/rdmactor/internal/bootstrap"
-	_ "github.com/rdmactor/rdmactor/transport/rdma/ofi" // libfabric (build tag ofi; a stub that says so otherwise)
-	_ "github.com/rdmactor/rdmactor/transport/rdma/shm" // the default provider
 )
 
 // Environment variables Init reads; cmd/rdmarun sets them, and so can a

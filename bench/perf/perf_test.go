@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/rdmactor/rdmactor/barrier"
-	"github.com/rdmactor/rdmactor/collective"
 	"github.com/rdmactor/rdmactor/bench/perf"
+	"github.com/rdmactor/rdmactor/collective"
 	"github.com/rdmactor/rdmactor/gin"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

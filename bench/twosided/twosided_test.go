@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/rdmactor/rdmactor/barrier"
+	"github.com/rdmactor/rdmactor/bench/twosided"
 	"github.com/rdmactor/rdmactor/collective"
 	"github.com/rdmactor/rdmactor/gin"
 	"github.com/rdmactor/rdmactor/internal/testutils"
 	"github.com/rdmactor/rdmactor/moe"
-	"github.com/rdmactor/rdmactor/bench/twosided"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

@@ -28,8 +28,8 @@ import (
 	"time"
 
 	"github.com/rdmactor/rdmactor/barrier"
-	"github.com/rdmactor/rdmactor/collective"
 	"github.com/rdmactor/rdmactor/bench/perf"
+	"github.com/rdmactor/rdmactor/collective"
 	"github.com/rdmactor/rdmactor/gin"
 )
 

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/rdmactor/rdmactor/collective"
 	"github.com/rdmactor/rdmactor/bench/perf"
+	"github.com/rdmactor/rdmactor/collective"
 )
 
 // anchorTokens are the anchor's all-to-all sizes: tokens x 7168 bf16

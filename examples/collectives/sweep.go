@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/rdmactor/rdmactor/collective"
 	"github.com/rdmactor/rdmactor/bench/perf"
+	"github.com/rdmactor/rdmactor/collective"
 )
 
 // sweep runs every collective of o over sizes minB, minB*f, ... maxB and

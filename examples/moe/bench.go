@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/rdmactor/rdmactor/barrier"
+	"github.com/rdmactor/rdmactor/bench/twosided"
 	"github.com/rdmactor/rdmactor/collective"
 	"github.com/rdmactor/rdmactor/gin"
 	"github.com/rdmactor/rdmactor/moe"
-	"github.com/rdmactor/rdmactor/bench/twosided"
 )
 
 // input is this rank's tokens and routing for one setup.

@@ -35,8 +35,8 @@ import (
 	"time"
 
 	"github.com/rdmactor/rdmactor/barrier"
-	"github.com/rdmactor/rdmactor/collective"
 	"github.com/rdmactor/rdmactor/bench/perf"
+	"github.com/rdmactor/rdmactor/collective"
 	"github.com/rdmactor/rdmactor/gin"
 	_ "github.com/rdmactor/rdmactor/transport/rdma/ofi" // RDMACTOR_TRANSPORT=ofi in builds with -tags ofi
 )

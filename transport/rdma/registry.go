@@ -32,7 +32,8 @@ func Open(name string, cfg Config) (Provider, error) {
 	open, ok := registry[name]
 	registryMu.RUnlock()
 	if !ok {
-		return nil, &UnsupportedError{Provider: name, Feature: fmt.Sprintf("provider not in this build (have %v)", Providers())}
+		return nil, &UnsupportedError{Provider: name, Feature: fmt.Sprintf(
+			"provider not registered (have %v; import _ \"github.com/rdmactor/rdmactor/transport/rdma/std\" or the provider's package)", Providers())}
 	}
 	if cfg.Size <= 0 || cfg.Rank < 0 || cfg.Rank >= cfg.Size {
 		return nil, fmt.Errorf("open %s: rank %d of size %d: invalid", name, cfg.Rank, cfg.Size)

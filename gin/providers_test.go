@@ -1,0 +1,4 @@
+package gin
+
+// The providers the tests run on: gin registers none itself.
+import _ "github.com/rdmactor/rdmactor/transport/rdma/std"
