@@ -169,12 +169,50 @@ func TestUnregisteredAtSender(t *testing.T) {
 	assert.Equal(t, 2, res.(*pong).N)
 }
 
-// A frame too large for the ring is an error at the sender.
-func TestFrameTooLarge(t *testing.T) {
-	nodes := startLocal(t, 2, actor.Config{Mailbox: mailbox.Config{RingBytes: 64 << 10}})
-	err := nodes[0].Tell(nodes[0].PID(1, "x"), &ping{Note: strings.Repeat("x", 32<<10)})
-	assert.ErrorIs(t, err, mailbox.ErrFrameTooLarge)
+// A message larger than a frame crosses in pieces and arrives whole; one
+// over MaxMessage is an error at the sender, found while encoding.
+func TestLargeMessages(t *testing.T) {
+	nodes := startLocal(t, 2, actor.Config{Mailbox: mailbox.Config{RingBytes: 64 << 10}, MaxMessage: 8 << 20})
+	got := make(chan *blob, 4)
+	_, err := nodes[1].SpawnNamed(actor.PropsFromFunc(func(c actor.Context) {
+		if b, ok := c.Message().(*blob); ok {
+			got <- b
+		}
+	}), "sink")
+	require.NoError(t, err)
+	target := nodes[0].PID(1, "sink")
+	for _, size := range []int{32 << 10, 1 << 20, 8<<20 - 64} {
+		want := &blob{Data: make([]byte, size)}
+		for i := range want.Data {
+			want.Data[i] = byte(i * 7)
+		}
+		require.NoError(t, nodes[0].Tell(target, want), "%d bytes", size)
+		select {
+		case b := <-got:
+			require.Equal(t, want.Data, b.Data, "%d bytes", size)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("a %d-byte message never arrived", size)
+		}
+	}
+	// 2 GiB of address space, never touched: encoding stops at the limit.
+	huge := &blob{Data: make([]byte, 2<<30)}
+	start := time.Now()
+	err = nodes[0].Tell(target, huge)
+	require.ErrorIs(t, err, actor.ErrMessageTooLarge)
+	require.Less(t, time.Since(start), 100*time.Millisecond, "the size was found late")
+	// The pair still works.
+	require.NoError(t, nodes[0].Tell(target, &blob{Data: []byte("after")}))
+	select {
+	case b := <-got:
+		require.Equal(t, []byte("after"), b.Data)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the message after the refused one never arrived")
+	}
 }
+
+type blob struct{ Data []byte }
+
+func init() { actor.RegisterMessage[blob]() }
 
 // Death watch across ranks: PoisonPill and Stop cross, and the watcher
 // gets Terminated; a watch of a missing actor gets TerminatedNotFound; an

@@ -41,8 +41,9 @@ const (
 // encoder builds frame bodies: a pooled buffer that a msgpack encoder
 // writes into, so a send allocates nothing of its own.
 type encoder struct {
-	buf []byte
-	mp  *msgpack.Encoder
+	buf   []byte
+	mp    *msgpack.Encoder
+	limit int // largest len(buf) allowed (Config.MaxMessage); 0: none
 }
 
 // maxPooled bounds the buffers kept in the pool; bigger ones (after a
@@ -59,21 +60,33 @@ func getEncoder() *encoder { return encoders.Get().(*encoder) }
 
 func putEncoder(e *encoder) {
 	if cap(e.buf) <= maxPooled {
-		e.buf = e.buf[:0]
+		e.buf, e.limit = e.buf[:0], 0
 		encoders.Put(e)
 	}
 }
 
-// Write appends p (msgpack's io.Writer).
+// Write appends p (msgpack's io.Writer), unless that would pass the limit:
+// the encoding then stops there, before the buffer grows.
 func (e *encoder) Write(p []byte) (int, error) {
+	if e.limit > 0 && len(e.buf)+len(p) > e.limit {
+		return 0, e.tooLarge(len(e.buf) + len(p))
+	}
 	e.buf = append(e.buf, p...)
 	return len(p), nil
 }
 
 // WriteByte appends c (msgpack's io.ByteWriter, which spares it a wrapper).
 func (e *encoder) WriteByte(c byte) error {
+	if e.limit > 0 && len(e.buf)+1 > e.limit {
+		return e.tooLarge(len(e.buf) + 1)
+	}
 	e.buf = append(e.buf, c)
 	return nil
+}
+
+// tooLarge is the error of an encoding that reached n bytes.
+func (e *encoder) tooLarge(n int) error {
+	return fmt.Errorf("at least %d bytes, limit %d: %w", n, e.limit, ErrMessageTooLarge)
 }
 
 func (e *encoder) str(s string) {
@@ -127,6 +140,9 @@ func (e *encoder) message(target, sender *PID, header map[string]string, msg any
 	}
 	e.str(name)
 	if pm != nil {
+		if e.limit > 0 && len(e.buf)+proto.Size(pm) > e.limit {
+			return fmt.Errorf("encode %s: %w", name, e.tooLarge(len(e.buf)+proto.Size(pm)))
+		}
 		var err error
 		if e.buf, err = (proto.MarshalOptions{}).MarshalAppend(e.buf, pm); err != nil {
 			return fmt.Errorf("encode %s: %w", name, err)
@@ -136,7 +152,18 @@ func (e *encoder) message(target, sender *PID, header map[string]string, msg any
 	var err error
 	switch {
 	case mt.gen:
-		e.buf, err = genMarshaler(msg).MarshalMsg(e.buf)
+		m := genMarshaler(msg)
+		if sz, ok := m.(interface{ Msgsize() int }); ok && e.limit > 0 && len(e.buf)+sz.Msgsize() > e.limit {
+			// Msgsize is an upper bound (tinylib/msgp): check the real
+			// size, but after encoding only when the bound is far off.
+			if len(e.buf)+sz.Msgsize() > 2*e.limit {
+				return fmt.Errorf("encode %s: %w", name, e.tooLarge(len(e.buf)+sz.Msgsize()))
+			}
+		}
+		e.buf, err = m.MarshalMsg(e.buf)
+		if err == nil && e.limit > 0 && len(e.buf) > e.limit {
+			err = e.tooLarge(len(e.buf))
+		}
 	case mt.custom:
 		err = customEncoder(msg).EncodeMsgpack(e.mp)
 	default:

@@ -27,10 +27,24 @@ type Config struct {
 	// for ring credit); default 4096. Beyond it such messages are dropped
 	// with a log line.
 	SlowQueue int
+	// MaxMessage is the largest encoded message, in bytes, that crosses
+	// ranks; default DefaultMaxMessage. A message larger than a mailbox
+	// frame (Mailbox.MaxFrame) crosses in pieces that the receiver puts
+	// together; one over MaxMessage is ErrMessageTooLarge at the sender,
+	// found while encoding (the encoding stops at the limit) or before it
+	// for generated and protobuf codecs, which know their size. Every rank
+	// passes the same value: a receiver drops pieces of a larger message.
+	MaxMessage int
 }
+
+// DefaultMaxMessage is Config.MaxMessage's default: 64 MiB.
+const DefaultMaxMessage = 64 << 20
 
 func (c *Config) setDefaults() {
 	if c.SlowQueue <= 0 {
 		c.SlowQueue = 4096
+	}
+	if c.MaxMessage <= 0 {
+		c.MaxMessage = DefaultMaxMessage
 	}
 }

@@ -47,6 +47,9 @@ type Node struct {
 	lastTarget *PID                       // the last of them
 	senders    map[string]map[string]*PID // remote PIDs by address, id
 	lastType   typeCache
+	chunks     reassembly // chunked messages being received
+
+	chunkIDs atomic.Uint64 // numbers this node's chunked sends
 
 	slowQ  chan func()
 	stop   chan struct{}

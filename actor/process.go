@@ -123,9 +123,14 @@ func (n *Node) sendWith(put func(int, mailbox.Kind, []byte) error, rank int, kin
 		return *g
 	}
 	e := getEncoder()
+	e.limit = n.cfg.MaxMessage
 	err := e.message(target, sender, header, msg)
 	if err == nil {
-		err = put(rank, mailboxKind(kind), e.buf)
+		if len(e.buf) <= n.mb.Config().MaxFrame-mailbox.HeaderBytes {
+			err = put(rank, mailboxKind(kind), e.buf)
+		} else {
+			err = n.sendChunks(put, rank, kind, e.buf)
+		}
 	}
 	putEncoder(e)
 	if sender != nil && err == nil {

@@ -24,7 +24,10 @@ func (n *Node) frame(from int, kind mailbox.Kind, body []byte) {
 		n.recvMessage(from, kind, body)
 	case kindNotice:
 		n.recvNotice(from, body)
+	case kindChunk:
+		n.recvChunk(from, body)
 	case kindBye:
+		n.forgetChunks(from)
 		n.rankGone(from, fmt.Errorf("rank %d closed its node: %w", from, ErrRankGone))
 	default:
 		n.logs.warn(n.system, "frame of unknown kind dropped", "from", from, "kind", kind, "bytes", len(body))

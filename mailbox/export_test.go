@@ -11,8 +11,5 @@ func PutHeader(b []byte, n uint32, kind Kind, seq uint32) {
 	header{len: n, kind: kind, seq: seq}.putSum(b, frameSum(b, h))
 }
 
-// HeaderBytes is the size of a frame header.
-const HeaderBytes = headerBytes
-
 // FrameBytes is the ring space a frame with a body of n bytes takes.
 func FrameBytes(n int) int { return int(align(uint64(headerBytes + n))) }

@@ -31,6 +31,10 @@ const kindPad Kind = 0
 // written and not covered), so neither a header nor a body that a mailbox
 // sender did not write passes for one. The receiver checks the length
 // against its ring before it reads the body the checksum covers.
+// HeaderBytes is the size of a frame header: a frame of a b-byte body
+// takes HeaderBytes + b of Config.MaxFrame.
+const HeaderBytes = headerBytes
+
 const (
 	headerBytes = 16
 	frameAlign  = 8
