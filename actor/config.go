@@ -15,7 +15,8 @@ type Config struct {
 	Mailbox mailbox.Config
 	// Gin configures the Comm that Init and StartLocal create; Start
 	// takes a Comm and ignores it. Signals is raised to what the mailbox
-	// needs (mailbox.SignalsNeeded).
+	// needs (mailbox.SignalsNeeded), and PeerFailure is gin.FailPeer: a
+	// lost rank terminates its own actors only, and the others go on.
 	Gin gin.Config
 	// System holds options for the node's protoactor-go actor system
 	// (logger, dead-letter throttling, metrics). By default protoactor-go

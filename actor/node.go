@@ -118,8 +118,12 @@ func Start(ctx context.Context, comm *gin.Comm, cfg Config) (*Node, error) {
 	n.mb = mb
 	// gin's notice of a lost rank, as soon as the bootstrap has it (the
 	// receive loop would find out at its next poll too).
-	comm.OnPeerLost(func(_ int, err error) {
-		if !n.closed.Load() {
+	comm.OnPeerLost(func(rank int, err error) {
+		switch {
+		case n.closed.Load():
+		case comm.PeerFailure() == gin.FailPeer: // only that rank's actors are gone
+			n.rankGone(rank, fmt.Errorf("rank %d lost: %w: %w", rank, ErrRankGone, err))
+		default:
 			n.commFailed(err)
 		}
 	})
@@ -184,9 +188,11 @@ func StartLocal(ctx context.Context, size int, cfg Config) ([]*Node, error) {
 	return nodes, nil
 }
 
-// ginConfig is cfg.Gin with enough signals for a mailbox of size ranks.
+// ginConfig is cfg.Gin with enough signals for a mailbox of size ranks,
+// and per-peer failure: a lost rank ends its own actors only.
 func ginConfig(cfg Config, size int) gin.Config {
 	g := cfg.Gin
+	g.PeerFailure = gin.FailPeer
 	need := int(cfg.Mailbox.SignalBase) + mailbox.SignalsNeeded(size)
 	if g.Signals == 0 {
 		g.Signals = max(64, need)

@@ -21,6 +21,7 @@ import (
 func TestMain(m *testing.M) {
 	testutils.Role("reqresp", roleRequestResponse)
 	testutils.Role("deathwatch", roleDeathWatch)
+	testutils.Role("survivors", roleSurvivors)
 	testutils.MainWithRoles(m)
 }
 
@@ -143,5 +144,107 @@ func roleDeathWatch() error {
 	if !errors.Is(err, actor.ErrDeadLetter) || time.Since(start) > time.Second {
 		return fmt.Errorf("request to the dead rank: %v after %v, want ErrDeadLetter at once", err, time.Since(start))
 	}
+	return n.Close()
+}
+
+// Rank 2 of 4 dies mid-traffic. Its actors are gone for the others (one
+// Terminated per watch, requests to it fail at once), and ranks 0, 1 and 3
+// go on asking each other for 2 s with no error: a rank's failure is its
+// own (gin.FailPeer).
+func TestProcessesSurviveKilledRank(t *testing.T) {
+	res := testutils.RunRanksOpts(t, launch.Options{NP: 4, Cleanup: shm.Cleanup}, "survivors")
+	require.Len(t, res, 4)
+	for _, r := range res {
+		want := 0
+		if r.Rank == 2 {
+			want = 3
+		}
+		assert.Equal(t, want, r.ExitCode, "rank %d: %v", r.Rank, r.Err)
+	}
+}
+
+func roleSurvivors() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n, err := actor.Init(ctx, actor.Config{})
+	if err != nil {
+		return err
+	}
+	if _, err := n.SpawnNamed(actor.PropsFromFunc(echo), "echo"); err != nil {
+		return err
+	}
+	terminated := make(chan *actor.Terminated, 4)
+	watcher := n.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		switch m := c.Message().(type) {
+		case *actor.PID:
+			c.Watch(m)
+			c.Respond(true)
+		case *actor.Terminated:
+			terminated <- m
+		}
+	}))
+	victim := n.PID(2, "echo")
+	if n.Rank() != 2 {
+		if _, err := n.Root().RequestFuture(watcher, victim, 10*time.Second).Result(); err != nil {
+			return err
+		}
+	}
+	if err := n.Barrier(ctx); err != nil {
+		return err
+	}
+	if n.Rank() == 2 {
+		time.Sleep(50 * time.Millisecond) // mid-traffic
+		os.Exit(3)                        // no Close, no goodbye: as if killed
+	}
+	survivors := []int{0, 1, 3}
+	ask := func(to, round int) error {
+		res, err := n.Root().RequestFuture(n.PID(to, "echo"), &ping{N: round}, 10*time.Second).Result()
+		if err != nil {
+			return fmt.Errorf("round %d: request to rank %d: %w", round, to, err)
+		}
+		if p := res.(*pong); p.N != round+1 {
+			return fmt.Errorf("round %d: rank %d answered %d", round, to, p.N)
+		}
+		return nil
+	}
+	// Traffic until the loss is known, then 2 s more among the survivors.
+	round, after := 0, 0
+	var lostAt time.Time
+	for lostAt.IsZero() || time.Since(lostAt) < 2*time.Second {
+		if lostAt.IsZero() {
+			if n.Gone(2) != nil {
+				lostAt = time.Now()
+			} else if ctx.Err() != nil {
+				return errors.New("rank 2's loss never noticed")
+			}
+		} else {
+			after++
+		}
+		for _, to := range survivors {
+			if err := ask(to, round); err != nil {
+				return err
+			}
+		}
+		round++
+	}
+	select {
+	case tm := <-terminated:
+		if tm.Why != actor.TerminatedAddressTerminated || !tm.Who.Equal(victim) {
+			return fmt.Errorf("got %v", tm)
+		}
+	case <-time.After(5 * time.Second):
+		return errors.New("no Terminated for rank 2's actor")
+	}
+	select {
+	case tm := <-terminated:
+		return fmt.Errorf("a second Terminated: %v", tm)
+	case <-time.After(100 * time.Millisecond):
+	}
+	start := time.Now()
+	if _, err := n.Root().RequestFuture(victim, &ping{}, 10*time.Second).Result(); err == nil || time.Since(start) > time.Second {
+		return fmt.Errorf("request to the dead rank: %v after %v, want an error at once", err, time.Since(start))
+	}
+	fmt.Printf("rank %d: %d rounds, %d of them after the loss was known, no error\n", n.Rank(), round, after)
+	time.Sleep(time.Second) // the other survivors may still ask this one
 	return n.Close()
 }

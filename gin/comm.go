@@ -41,7 +41,9 @@ type Comm struct {
 	shadows  []atomic.Uint64
 	contexts []*Context
 
-	lost   atomic.Pointer[rdma.PeerLostError]
+	lost   atomic.Pointer[rdma.PeerLostError] // FailComm: the first loss
+	// lostPeer holds each lost rank's error, in both modes.
+	lostPeer []atomic.Pointer[rdma.PeerLostError]
 	closed atomic.Bool
 	// busy counts calls that load or store mapped memory directly (signal
 	// and VA words): Close waits for them before unmapping.
@@ -60,6 +62,7 @@ func NewComm(ctx context.Context, boot Bootstrap, cfg Config) (*Comm, error) {
 		return nil, err
 	}
 	c := &Comm{cfg: cfg, boot: boot, rank: boot.Rank(), size: boot.Size()}
+	c.lostPeer = make([]atomic.Pointer[rdma.PeerLostError], c.size)
 	prov, err := rdma.Open(cfg.Transport, rdma.Config{Rank: c.rank, Size: c.size, Job: boot.Job()})
 	if err != nil {
 		return nil, fmt.Errorf("new comm: %w", err)
@@ -151,9 +154,42 @@ func (c *Comm) modeOff(s Signal) int { return rdma.SignalModeOff(c.cfg.Signals, 
 // peerLost is the bootstrap's notice: every wait of this Comm and every
 // post to that rank fail from now on.
 func (c *Comm) peerLost(e *rdma.PeerLostError) {
-	c.lost.CompareAndSwap(nil, e)
+	if e.Rank >= 0 && e.Rank < c.size {
+		c.lostPeer[e.Rank].CompareAndSwap(nil, e)
+	}
+	if c.cfg.PeerFailure == FailComm {
+		c.lost.CompareAndSwap(nil, e)
+	}
 	c.eps.PeerLost(e.Rank, e)
 	c.kick()
+}
+
+// PeerErr is why world rank r can no longer be reached (a
+// *rdma.PeerLostError, ErrPeerLost), or nil; ErrPeerOutOfRange for a rank
+// outside the world.
+func (c *Comm) PeerErr(r int) error {
+	if r < 0 || r >= c.size {
+		return fmt.Errorf("rank %d of %d: %w", r, c.size, ErrPeerOutOfRange)
+	}
+	if e := c.lostPeer[r].Load(); e != nil {
+		return e
+	}
+	return nil
+}
+
+// PeerFailure is Config.PeerFailure: what a lost rank fails.
+func (c *Comm) PeerFailure() FailureMode { return c.cfg.PeerFailure }
+
+// LostPeers lists the world ranks this Comm learned were lost, in rank
+// order.
+func (c *Comm) LostPeers() []int {
+	var out []int
+	for r := range c.lostPeer {
+		if c.lostPeer[r].Load() != nil {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // kick wakes every wait blocked on the signal doorbell, so that it looks

@@ -39,7 +39,26 @@ type Config struct {
 	Idle IdleStrategy
 	// Require lists what the provider must offer; NewComm fails otherwise.
 	Require Requirements
+	// PeerFailure says what a lost rank fails: FailComm (the default, as
+	// MPI's errors-are-fatal) every later post and wait of the Comm;
+	// FailPeer only the posts to that rank (ErrPeerLost naming it), while
+	// the other ranks go on. Package actor uses FailPeer.
+	PeerFailure FailureMode
 }
+
+// FailureMode is Config.PeerFailure.
+type FailureMode int
+
+const (
+	// FailComm: once any rank is lost, every post and wait of the Comm
+	// returns ErrPeerLost (MPI-style programs, collectives that need all).
+	FailComm FailureMode = iota
+	// FailPeer: posts to a lost rank return ErrPeerLost; posts to others
+	// and waits go on. A wait for signals only the lost rank would send
+	// does not end by itself: layers that know a signal's senders watch
+	// Comm.PeerErr or OnPeerLost (the mailbox does).
+	FailPeer
+)
 
 // IdleStrategy paces waits: Spins busy iterations, then Yields
 // runtime.Gosched calls, then a block in the provider (shm: the signal

@@ -60,7 +60,9 @@
 // the team (ErrPeerOutOfRange), offsets outside a window (ErrOutOfBounds),
 // unknown signals, counters and contexts, malformed sizes and bits
 // (ErrBadArgument), use after Close (ErrClosed). Once the bootstrap reports
-// a lost rank, every wait and post of the Comm ends with ErrPeerLost.
+// a lost rank, every wait and post of the Comm ends with ErrPeerLost
+// (Config.PeerFailure FailComm, the default), or only the posts to that
+// rank do (FailPeer: Comm.PeerErr and LostPeers say which ranks).
 //
 // # Implementation
 //

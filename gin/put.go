@@ -75,7 +75,7 @@ func (x *Context) Put(team Team, peer int, dst *Window, dstOff int, src *Window,
 	// functions that say why. A put's Go is on a ping-pong's critical path
 	// and cold there (the kernel's send evicts it): each frame on it costs
 	// ~10 ns of a ~6 µs hop.
-	if !c.usable() || !team.has(peer, r, c.size) || !c.owns(dst, dstOff, bytes) || !c.owns(src, srcOff, bytes) ||
+	if !c.usable() || !team.has(peer, r, c.size) || c.lostPeer[r].Load() != nil || !c.owns(dst, dstOff, bytes) || !c.owns(src, srcOff, bytes) ||
 		(local.inc && int(local.counter) >= len(c.counters)) {
 		if err := x.putCheck(team, peer, dst, dstOff, src, srcOff, bytes, local); err != nil {
 			return err
@@ -146,7 +146,14 @@ func (x *Context) route(team Team, peer int) (int, error) {
 	if err := x.c.check(); err != nil {
 		return 0, err
 	}
-	return team.worldRank(x.c.rank, x.c.size, peer)
+	r, err := team.worldRank(x.c.rank, x.c.size, peer)
+	if err != nil {
+		return 0, err
+	}
+	if e := x.c.lostPeer[r].Load(); e != nil {
+		return 0, e
+	}
+	return r, nil
 }
 
 // send fills w's signal from remote and posts w to world rank r on the

@@ -87,7 +87,7 @@ func (m *Mailbox) run(h Handler) {
 		}
 		set = set[:0]
 		for s := range m.in {
-			if q := &m.in[s]; !q.closed {
+			if q := &m.in[s]; !q.closed && m.comm.PeerErr(s) == nil {
 				set = append(set, gin.SignalWait{Signal: m.lay.FrameSignal(s), Least: q.r.frames + 1})
 			}
 		}

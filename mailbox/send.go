@@ -58,6 +58,9 @@ func (m *Mailbox) send(peer int, kind Kind, body []byte, timeout time.Duration) 
 		return fmt.Errorf("mailbox: send to rank %d: frame of %d bytes (%d-byte body) over the %d-byte limit (Config.MaxFrame): %w",
 			peer, n, len(body), m.cfg.MaxFrame, ErrFrameTooLarge)
 	}
+	if err := m.comm.PeerErr(peer); err != nil { // a lost rank (gin.FailPeer): at once
+		return fmt.Errorf("mailbox: send to rank %d: %w", peer, err)
+	}
 	p := &m.out[peer]
 	var start time.Time
 	for {
@@ -91,12 +94,24 @@ func (m *Mailbox) send(peer int, kind Kind, body []byte, timeout time.Duration) 
 	}
 }
 
+// lostCheck is how often a credit wait looks whether its receiver was
+// lost.
+const lostCheck = 50 * time.Millisecond
+
 // waitCredit waits until peer's credit signal moves past seen (a credit
 // return, or the receiver closing the pair), until the deadline, or until
 // Close. It blocks in gin's signal wait: a credit return wakes it. It
 // returns only errors that end the Send (a lost peer, the Comm closed);
 // the caller looks at the ring and the deadline again.
 func (m *Mailbox) waitCredit(peer int, seen uint64, deadline time.Time) error {
+	// In slices, so that a receiver lost meanwhile (whose credit will never
+	// come) ends the wait within lostCheck.
+	if err := m.comm.PeerErr(peer); err != nil {
+		return fmt.Errorf("mailbox: send to rank %d: %w", peer, err)
+	}
+	if slice := time.Now().Add(lostCheck); slice.Before(deadline) {
+		deadline = slice
+	}
 	ctx, cancel := context.WithDeadline(m.loopCtx, deadline)
 	_, err := m.x.WaitSignal(ctx, m.lay.CreditSignal(peer), seen+1, 64)
 	cancel()
