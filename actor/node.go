@@ -49,7 +49,8 @@ type Node struct {
 	lastType   typeCache
 	chunks     reassembly // chunked messages being received
 
-	chunkIDs atomic.Uint64 // numbers this node's chunked sends
+	chunkIDs atomic.Uint64  // numbers this node's chunked sends
+	pending  pendingFutures // futures waiting for other ranks' answers
 
 	slowQ  chan func()
 	stop   chan struct{}

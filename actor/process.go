@@ -135,6 +135,9 @@ func (n *Node) sendWith(put func(int, mailbox.Kind, []byte) error, rank int, kin
 	putEncoder(e)
 	if sender != nil && err == nil {
 		n.mb.Expect(expectAnswer) // a request: its answer should find the receive loop awake
+		if isFuture(sender) {
+			n.pending.add(rank, sender.Id, n.size, n.system.ProcessRegistry)
+		}
 	}
 	if err != nil && errors.Is(err, gin.ErrPeerLost) {
 		n.commFailed(err)

@@ -188,9 +188,24 @@ func roleSurvivors() error {
 		if _, err := n.Root().RequestFuture(watcher, victim, 10*time.Second).Result(); err != nil {
 			return err
 		}
+	} else if _, err := n.SpawnNamed(actor.PropsFromFunc(func(actor.Context) {}), "silent"); err != nil {
+		return err // an actor that never answers
 	}
 	if err := n.Barrier(ctx); err != nil {
 		return err
+	}
+	type ended struct {
+		at  time.Time
+		err error
+	}
+	pendingEnd := make(chan ended, 1)
+	if n.Rank() != 2 {
+		// A request that only the loss can end before its 30 s timeout.
+		f := n.Root().RequestFuture(n.PID(2, "silent"), &ping{}, 30*time.Second)
+		go func() {
+			_, err := f.Result()
+			pendingEnd <- ended{time.Now(), err}
+		}()
 	}
 	if n.Rank() == 2 {
 		time.Sleep(50 * time.Millisecond) // mid-traffic
@@ -239,6 +254,17 @@ func roleSurvivors() error {
 	case tm := <-terminated:
 		return fmt.Errorf("a second Terminated: %v", tm)
 	case <-time.After(100 * time.Millisecond):
+	}
+	select {
+	case e := <-pendingEnd:
+		if !errors.Is(e.err, actor.ErrDeadLetter) {
+			return fmt.Errorf("the pending request to the lost rank ended with %v, want ErrDeadLetter", e.err)
+		}
+		if late := e.at.Sub(lostAt); late > 100*time.Millisecond {
+			return fmt.Errorf("the pending request to the lost rank failed %v after the loss was known", late)
+		}
+	case <-time.After(5 * time.Second):
+		return errors.New("the pending request to the lost rank still waits")
 	}
 	start := time.Now()
 	if _, err := n.Root().RequestFuture(victim, &ping{}, 10*time.Second).Result(); err == nil || time.Since(start) > time.Second {

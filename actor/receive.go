@@ -42,6 +42,9 @@ func (n *Node) recvMessage(from int, kind mailbox.Kind, body []byte) {
 		return
 	}
 	target := n.localPID(w.target)
+	if kind == kindUser && len(w.target) > len(futurePrefix) && string(w.target[:len(futurePrefix)]) == futurePrefix {
+		n.pending.done(from, target.Id) // its answer
+	}
 	var sender *PID
 	if w.flags&fSender != 0 {
 		sender = n.remotePID(w.sender)

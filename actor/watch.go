@@ -72,6 +72,7 @@ func (n *Node) rankGone(rank int, why error) {
 	for e := range n.watches.take(rank) {
 		n.terminatedLocal(e.watcher, NewPID(AddressOf(rank), e.watchee))
 	}
+	n.failPending(rank)
 	n.system.Logger().Info("rdmactor: rank unreachable", "rank", rank, "why", why)
 }
 
