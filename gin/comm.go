@@ -41,10 +41,10 @@ type Comm struct {
 	shadows  []atomic.Uint64
 	contexts []*Context
 
-	lost   atomic.Pointer[rdma.PeerLostError] // FailComm: the first loss
+	lost atomic.Pointer[rdma.PeerLostError] // FailComm: the first loss
 	// lostPeer holds each lost rank's error, in both modes.
 	lostPeer []atomic.Pointer[rdma.PeerLostError]
-	closed atomic.Bool
+	closed   atomic.Bool
 	// busy counts calls that load or store mapped memory directly (signal
 	// and VA words): Close waits for them before unmapping.
 	busy atomic.Int64
