@@ -18,15 +18,9 @@ func init() { actor.RegisterMessage[genmsg.Msg]() }
 func TestGeneratedCodec(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	nodes, err := actor.StartLocal(ctx, 2, actor.Config{})
-	require.NoError(t, err)
-	defer func() {
-		for _, n := range nodes {
-			n.Close()
-		}
-	}()
+	nodes := startLocal(t, 2, actor.Config{})
 	got := make(chan any, 2)
-	_, err = nodes[1].SpawnNamed(actor.PropsFromFunc(func(c actor.Context) {
+	_, err := nodes[1].SpawnNamed(actor.PropsFromFunc(func(c actor.Context) {
 		switch m := c.Message().(type) {
 		case *genmsg.Msg, genmsg.Msg:
 			got <- m

@@ -96,28 +96,11 @@ func TestProcessesDeathWatchKilledRank(t *testing.T) {
 func roleDeathWatch() error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	n, err := actor.Init(ctx, actor.Config{})
+	n, terminated, victim, err := watchRankTwo(ctx, 1)
 	if err != nil {
 		return err
 	}
-	if _, err := n.SpawnNamed(actor.PropsFromFunc(echo), "echo"); err != nil {
-		return err
-	}
-	terminated := make(chan *actor.Terminated, 1)
-	watcher := n.Spawn(actor.PropsFromFunc(func(c actor.Context) {
-		switch m := c.Message().(type) {
-		case *actor.PID:
-			c.Watch(m)
-			c.Respond(true)
-		case *actor.Terminated:
-			terminated <- m
-		}
-	}))
-	victim := n.PID(2, "echo")
 	if n.Rank() != 2 {
-		if _, err := n.Root().RequestFuture(watcher, victim, 10*time.Second).Result(); err != nil {
-			return err
-		}
 		// The Watch is in the ring ahead of this request.
 		if _, err := n.Root().RequestFuture(victim, &ping{}, 10*time.Second).Result(); err != nil {
 			return err
@@ -166,30 +149,14 @@ func TestProcessesSurviveKilledRank(t *testing.T) {
 func roleSurvivors() error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	n, err := actor.Init(ctx, actor.Config{})
+	n, terminated, victim, err := watchRankTwo(ctx, 4)
 	if err != nil {
 		return err
 	}
-	if _, err := n.SpawnNamed(actor.PropsFromFunc(echo), "echo"); err != nil {
-		return err
-	}
-	terminated := make(chan *actor.Terminated, 4)
-	watcher := n.Spawn(actor.PropsFromFunc(func(c actor.Context) {
-		switch m := c.Message().(type) {
-		case *actor.PID:
-			c.Watch(m)
-			c.Respond(true)
-		case *actor.Terminated:
-			terminated <- m
+	if n.Rank() == 2 {
+		if _, err := n.SpawnNamed(actor.PropsFromFunc(func(actor.Context) {}), "silent"); err != nil {
+			return err // an actor that never answers
 		}
-	}))
-	victim := n.PID(2, "echo")
-	if n.Rank() != 2 {
-		if _, err := n.Root().RequestFuture(watcher, victim, 10*time.Second).Result(); err != nil {
-			return err
-		}
-	} else if _, err := n.SpawnNamed(actor.PropsFromFunc(func(actor.Context) {}), "silent"); err != nil {
-		return err // an actor that never answers
 	}
 	if err := n.Barrier(ctx); err != nil {
 		return err
@@ -273,4 +240,34 @@ func roleSurvivors() error {
 	fmt.Printf("rank %d: %d rounds, %d of them after the loss was known, no error\n", n.Rank(), round, after)
 	time.Sleep(time.Second) // the other survivors may still ask this one
 	return n.Close()
+}
+
+// watchRankTwo joins the job with an echo actor on every rank and, on the
+// ranks other than 2, a watcher of rank 2's echo whose Terminated notices
+// go to the returned channel (of capacity depth).
+func watchRankTwo(ctx context.Context, depth int) (*actor.Node, chan *actor.Terminated, *actor.PID, error) {
+	n, err := actor.Init(ctx, actor.Config{})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if _, err := n.SpawnNamed(actor.PropsFromFunc(echo), "echo"); err != nil {
+		return nil, nil, nil, err
+	}
+	terminated := make(chan *actor.Terminated, depth)
+	watcher := n.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		switch m := c.Message().(type) {
+		case *actor.PID:
+			c.Watch(m)
+			c.Respond(true)
+		case *actor.Terminated:
+			terminated <- m
+		}
+	}))
+	victim := n.PID(2, "echo")
+	if n.Rank() != 2 {
+		if _, err := n.Root().RequestFuture(watcher, victim, 10*time.Second).Result(); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return n, terminated, victim, nil
 }
