@@ -10,6 +10,8 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/rdmactor/rdmactor/internal/msgpackcheck"
 )
 
 // Frame kinds of the actor layer on the mailbox.
@@ -389,7 +391,7 @@ func decodePayload(w *wireMsg, dec *msgpack.Decoder, rd *bytesReader, last *type
 	if mt == nil {
 		return nil, fmt.Errorf("%q: %w on the receiving rank", w.typeName, ErrUnregistered)
 	}
-	if err := checkMsgpack(w.payload); err != nil {
+	if err := msgpackcheck.Check(w.payload); err != nil {
 		return nil, fmt.Errorf("%s: %v: %w", mt.name, err, ErrUndecodable)
 	}
 	if mt.gen {

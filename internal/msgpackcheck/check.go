@@ -1,4 +1,7 @@
-package actor
+// Package msgpackcheck checks the lengths a msgpack value declares against
+// the bytes present, before a decoder that trusts them runs. It may hold
+// only that check.
+package msgpackcheck
 
 import (
 	"encoding/binary"
@@ -6,10 +9,15 @@ import (
 	"fmt"
 )
 
-// errLength is wrapped by checkMsgpack's errors.
-var errLength = errors.New("msgpack length past the frame")
+// ErrLength is wrapped by Check's errors for a declared length past the
+// bytes present.
+var ErrLength = errors.New("msgpack length past the end")
 
-// checkMsgpack walks the msgpack value at the start of b and checks every
+// ErrFormat is wrapped by Check's errors for a byte that starts no msgpack
+// value.
+var ErrFormat = errors.New("not msgpack")
+
+// Check walks the msgpack value at the start of b and checks every
 // length it declares against the bytes present, before a decoder sees it:
 // msgpack v5 (github.com/vmihailenco/msgpack, issue #401) and generated
 // decoders allocate what a length field says, so a 19-byte body declaring
@@ -19,12 +27,12 @@ var errLength = errors.New("msgpack length past the frame")
 // per entry at the least. It reads no further than one value and allocates
 // nothing. Format: the msgpack specification (github.com/msgpack/msgpack,
 // spec.md).
-func checkMsgpack(b []byte) error {
+func Check(b []byte) error {
 	pos := 0
 	need := uint64(1) // values still to walk
 	for need > 0 {
 		if pos >= len(b) {
-			return fmt.Errorf("%w: %d values missing at byte %d", errLength, need, pos)
+			return fmt.Errorf("%w: %d values missing at byte %d", ErrLength, need, pos)
 		}
 		need--
 		t := b[pos]
@@ -41,11 +49,11 @@ func checkMsgpack(b []byte) error {
 		default:
 			n, w, multi, ok := varLen(t)
 			if !ok {
-				return fmt.Errorf("msgpack type byte %#02x at byte %d: %w", t, pos-1, ErrUndecodable)
+				return fmt.Errorf("msgpack type byte %#02x at byte %d: %w", t, pos-1, ErrFormat)
 			}
 			if w > 0 {
 				if len(b)-pos < w {
-					return fmt.Errorf("%w: length field at byte %d", errLength, pos)
+					return fmt.Errorf("%w: length field at byte %d", ErrLength, pos)
 				}
 				switch w {
 				case 1:
@@ -69,12 +77,12 @@ func checkMsgpack(b []byte) error {
 			}
 		}
 		if size > uint64(len(b)-pos) {
-			return fmt.Errorf("%w: %d bytes declared at byte %d, %d left", errLength, size, pos, len(b)-pos)
+			return fmt.Errorf("%w: %d bytes declared at byte %d, %d left", ErrLength, size, pos, len(b)-pos)
 		}
 		pos += int(size)
 		need += items
 		if need > uint64(len(b)-pos) {
-			return fmt.Errorf("%w: %d values declared by byte %d, %d bytes left", errLength, need, pos, len(b)-pos)
+			return fmt.Errorf("%w: %d values declared by byte %d, %d bytes left", ErrLength, need, pos, len(b)-pos)
 		}
 	}
 	return nil
