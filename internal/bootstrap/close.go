@@ -19,7 +19,7 @@ func (b *remoteBootstrap) close() error {
 	b.mu.Lock()
 	b.closing = true
 	b.mu.Unlock()
-	bye := encode(kindLeaving, &leaving{Rank: b.cfg.Rank, Seq: at})
+	bye := b.out.seal(kindLeaving, &leaving{Rank: b.cfg.Rank, Seq: at})
 	switch {
 	case b.cfg.Rank == 0:
 		b.system.Root.Send(b.coordPID, bye)

@@ -23,7 +23,14 @@ type RemoteConfig struct {
 	// ConnectTimeout bounds the wait for all ranks to join; default
 	// DefaultConnectTimeout.
 	ConnectTimeout time.Duration
+	// Secret is the job's secret, the same on every rank (at least 16
+	// bytes): every control message is sealed with a key derived from it,
+	// and messages that are not are refused. Required.
+	Secret []byte
 }
+
+// MinSecret is the shortest RemoteConfig.Secret accepted, in bytes.
+const MinSecret = 16
 
 func (cfg RemoteConfig) withDefaults() (RemoteConfig, error) {
 	if cfg.Size < 1 || cfg.Rank < 0 || cfg.Rank >= cfg.Size {
@@ -41,6 +48,10 @@ func (cfg RemoteConfig) withDefaults() (RemoteConfig, error) {
 	}
 	if err := checkJob(cfg.Job); err != nil {
 		return cfg, fmt.Errorf("bootstrap: %w", err)
+	}
+	if len(cfg.Secret) < MinSecret {
+		return cfg, fmt.Errorf("bootstrap: job secret of %d bytes, want at least %d (rdmarun makes one; other launchers set %s to %d random bytes in hex, the same on every rank, e.g. openssl rand -hex 32)",
+			len(cfg.Secret), MinSecret, EnvSecret, 32)
 	}
 	if cfg.ConnectTimeout <= 0 {
 		cfg.ConnectTimeout = DefaultConnectTimeout

@@ -27,6 +27,7 @@ type endpointDown struct{ addr string }
 // at a time), except addrs, which is written under mu.
 type coordinator struct {
 	n         int
+	seal      *sealer // seals as rank 0, opens what the ranks send
 	byAddr    map[string]int
 	joined    int
 	welcomed  bool
@@ -43,9 +44,10 @@ type coordinator struct {
 	addrs []string // rank actor addresses by rank; "" until joined
 }
 
-func newCoordinator(n int) *coordinator {
+func newCoordinator(n int, seal *sealer) *coordinator {
 	return &coordinator{
 		n:         n,
+		seal:      seal,
 		byAddr:    make(map[string]int),
 		rounds:    make(map[uint64]*round),
 		left:      make([]bool, n),
@@ -73,7 +75,7 @@ func (c *coordinator) missing() []int {
 func (c *coordinator) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *wrapperspb.BytesValue:
-		k, v, err := decode(m)
+		k, _, v, err := c.seal.open(m)
 		if err != nil {
 			ctx.Logger().Warn("bootstrap coordinator", slog.Any("error", err))
 			return
@@ -183,13 +185,13 @@ func (c *coordinator) send(ctx actor.Context, rank int, k kind, v any) {
 	if c.addrs[rank] == "" {
 		return
 	}
-	ctx.Send(actor.NewPID(c.addrs[rank], rankActorName), encode(k, v))
+	ctx.Send(actor.NewPID(c.addrs[rank], rankActorName), c.seal.seal(k, v))
 }
 
 // broadcast sends one message to every joined rank that has neither left
 // nor been lost (rank 0 included while it has not left).
 func (c *coordinator) broadcast(ctx actor.Context, k kind, v any) {
-	msg := encode(k, v)
+	msg := c.seal.seal(k, v)
 	for r, a := range c.addrs {
 		if a == "" || c.left[r] || c.lost[r] {
 			continue

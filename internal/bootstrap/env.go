@@ -2,10 +2,12 @@ package bootstrap
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"hash/fnv"
 	"os"
 	"strconv"
+	"strings"
 )
 
 // Environment variables FromEnv reads; cmd/rdmarun (internal/launch) sets
@@ -15,6 +17,11 @@ const (
 	EnvWorldSize = "RDMACTOR_WORLD_SIZE" // number of ranks
 	EnvBootstrap = "RDMACTOR_BOOTSTRAP"  // rank 0's control endpoint, host:port
 	EnvJob       = "RDMACTOR_JOB"        // optional job name; default DefaultJob(bootstrap address)
+	// EnvSecret is the job's secret in hex (RemoteConfig.Secret), or
+	// EnvSecretFile names a file that holds it and that only its owner may
+	// read (mode 0600 or stricter).
+	EnvSecret     = "RDMACTOR_JOB_SECRET"
+	EnvSecretFile = "RDMACTOR_JOB_SECRET_FILE"
 )
 
 // FromEnv joins the job described by the environment (EnvRank, EnvWorldSize,
@@ -49,8 +56,11 @@ func ConfigFromEnv() (RemoteConfig, error) {
 	if cfg.Addr == "" {
 		return cfg, fmt.Errorf("bootstrap: %s is not set (want host:port of rank 0's control endpoint)", EnvBootstrap)
 	}
-	if _, err := (RemoteConfig{Size: 1, Addr: cfg.Addr, Job: "j"}).withDefaults(); err != nil {
+	if _, err := (RemoteConfig{Size: 1, Addr: cfg.Addr, Job: "j", Secret: make([]byte, MinSecret)}).withDefaults(); err != nil {
 		return cfg, fmt.Errorf("bootstrap: %s=%q: want host:port", EnvBootstrap, cfg.Addr)
+	}
+	if cfg.Secret, err = secretFromEnv(); err != nil {
+		return cfg, err
 	}
 	cfg.Job = os.Getenv(EnvJob)
 	if cfg.Job != "" {
@@ -94,4 +104,32 @@ func checkJob(job string) error {
 		}
 	}
 	return nil
+}
+
+// secretFromEnv reads the job secret from EnvSecret, or from the file
+// EnvSecretFile names.
+func secretFromEnv() ([]byte, error) {
+	h := strings.TrimSpace(os.Getenv(EnvSecret))
+	if f := os.Getenv(EnvSecretFile); h == "" && f != "" {
+		st, err := os.Stat(f)
+		if err != nil {
+			return nil, fmt.Errorf("bootstrap: %s: %w", EnvSecretFile, err)
+		}
+		if st.Mode().Perm()&0o077 != 0 {
+			return nil, fmt.Errorf("bootstrap: %s=%s: mode %v, want no access for group and others (chmod 600)", EnvSecretFile, f, st.Mode().Perm())
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("bootstrap: %s: %w", EnvSecretFile, err)
+		}
+		h = strings.TrimSpace(string(b))
+	}
+	if h == "" {
+		return nil, fmt.Errorf("bootstrap: no job secret: set %s (hex, e.g. openssl rand -hex 32, the same on every rank) or %s; rdmarun sets it", EnvSecret, EnvSecretFile)
+	}
+	s, err := hex.DecodeString(h)
+	if err != nil {
+		return nil, fmt.Errorf("bootstrap: %s: not hex", EnvSecret)
+	}
+	return s, nil
 }

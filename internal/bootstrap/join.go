@@ -46,7 +46,7 @@ func (b *remoteBootstrap) start() error {
 	b.remote = r
 
 	if b.cfg.Rank == 0 {
-		b.coord = newCoordinator(b.cfg.Size)
+		b.coord = newCoordinator(b.cfg.Size, newSealer(b.key, 0, &b.ctr))
 		if err := b.spawn(coordinatorName, b.coord); err != nil {
 			return err
 		}
@@ -101,7 +101,7 @@ func (b *remoteBootstrap) join(ctx context.Context) error {
 			return fmt.Errorf("rank 0 not reachable: %w", err)
 		}
 	}
-	msg := encode(kindJoin, &join{Rank: b.cfg.Rank, Addr: b.system.Address()})
+	msg := b.out.seal(kindJoin, &join{Rank: b.cfg.Rank, Addr: b.system.Address()})
 	t := time.NewTicker(joinRetry)
 	defer t.Stop()
 	for !b.joined.fired() {

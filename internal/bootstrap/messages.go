@@ -1,17 +1,10 @@
 package bootstrap
 
-import (
-	"bytes"
-	"fmt"
-
-	"github.com/vmihailenco/msgpack/v5"
-	"google.golang.org/protobuf/types/known/wrapperspb"
-)
-
 // Messages of the remote control plane. On the wire each is a
 // wrapperspb.BytesValue (a protobuf type protoactor-go's serializer finds in
-// protoregistry.GlobalTypes) holding one kind byte followed by the msgpack
-// encoding of the struct named for the kind.
+// protoregistry.GlobalTypes) holding a sealed message (seal.go): a kind
+// byte, the sender and a counter, the msgpack encoding of the struct named
+// for the kind, and a tag.
 type kind uint8
 
 const (
@@ -66,46 +59,4 @@ type lost struct {
 type leaving struct {
 	Rank int    `msgpack:"r"`
 	Seq  uint64 `msgpack:"s"`
-}
-
-// encode wraps v, the struct of kind k, into a BytesValue.
-func encode(k kind, v any) *wrapperspb.BytesValue {
-	var buf bytes.Buffer
-	buf.WriteByte(byte(k))
-	if err := msgpack.NewEncoder(&buf).Encode(v); err != nil {
-		// Only our own plain structs are encoded; failing is a bug.
-		panic(fmt.Sprintf("bootstrap: encode %T: %v", v, err))
-	}
-	return &wrapperspb.BytesValue{Value: buf.Bytes()}
-}
-
-// decode returns the kind and the struct a BytesValue holds.
-func decode(bv *wrapperspb.BytesValue) (kind, any, error) {
-	if len(bv.GetValue()) == 0 {
-		return 0, nil, fmt.Errorf("decode control message: empty")
-	}
-	k, b := kind(bv.Value[0]), bv.Value[1:]
-	var v any
-	switch k {
-	case kindJoin:
-		v = new(join)
-	case kindJoinAck, kindLeaveAck, kindLeftAck:
-		v = new(ack)
-	case kindWelcome:
-		v = new(welcome)
-	case kindContrib:
-		v = new(contrib)
-	case kindGathered:
-		v = new(gathered)
-	case kindLost:
-		v = new(lost)
-	case kindLeaving, kindLeft:
-		v = new(leaving)
-	default:
-		return 0, nil, fmt.Errorf("decode control message: unknown kind %d", k)
-	}
-	if err := msgpack.Unmarshal(b, v); err != nil {
-		return 0, nil, fmt.Errorf("decode control message kind %d: %w", k, err)
-	}
-	return k, v, nil
 }

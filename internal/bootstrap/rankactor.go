@@ -18,7 +18,7 @@ func (a *rankActor) Receive(ctx actor.Context) {
 	b := a.b
 	switch m := ctx.Message().(type) {
 	case *wrapperspb.BytesValue:
-		k, v, err := decode(m)
+		k, _, v, err := b.in.open(m)
 		if err != nil {
 			ctx.Logger().Warn("bootstrap rank", slog.Any("error", err))
 			return
@@ -43,7 +43,7 @@ func (a *rankActor) Receive(ctx actor.Context) {
 				b.mu.Lock()
 				b.rank0Left = true
 				b.mu.Unlock()
-				ctx.Send(b.coordPID, encode(kindLeftAck, &ack{Rank: b.cfg.Rank}))
+				ctx.Send(b.coordPID, b.out.seal(kindLeftAck, &ack{Rank: b.cfg.Rank}))
 			}
 			b.st.noteLeft(l.Rank, l.Seq)
 		case kindLeaveAck:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -38,6 +39,12 @@ type remoteBootstrap struct {
 	local    []*actor.PID // actors this rank spawned
 	coord    *coordinator // rank 0 only
 
+	// key is the job's MAC key (sealKey); ctr numbers the messages this
+	// rank seals; out seals them, in opens the rank actor's.
+	key     []byte
+	ctr     atomic.Uint64
+	out, in *sealer
+
 	joined, welcomed, leaveAcked, rank0Gone signal
 
 	mu        sync.Mutex
@@ -68,6 +75,7 @@ func NewRemote(ctx context.Context, cfg RemoteConfig) (Bootstrap, error) {
 		return nil, err
 	}
 	b := &remoteBootstrap{
+		key:        sealKey(cfg.Secret, cfg.Job),
 		cfg:        cfg,
 		st:         newRankState(cfg.Rank, cfg.Size),
 		joined:     newSignal(),
@@ -76,6 +84,7 @@ func NewRemote(ctx context.Context, cfg RemoteConfig) (Bootstrap, error) {
 		rank0Gone:  newSignal(),
 		coordPID:   actor.NewPID(cfg.Addr, coordinatorName),
 	}
+	b.out, b.in = newSealer(b.key, cfg.Rank, &b.ctr), newSealer(b.key, cfg.Rank, &b.ctr)
 	if err := b.start(); err != nil {
 		b.shutdown()
 		return nil, err
@@ -117,7 +126,7 @@ func (b *remoteBootstrap) AllGather(ctx context.Context, data []byte) ([][]byte,
 	if err != nil {
 		return nil, fmt.Errorf("bootstrap: allgather: %w", err)
 	}
-	b.system.Root.Send(b.coordPID, encode(kindContrib, &contrib{Seq: seq, Rank: b.cfg.Rank, Data: data}))
+	b.system.Root.Send(b.coordPID, b.out.seal(kindContrib, &contrib{Seq: seq, Rank: b.cfg.Rank, Data: data}))
 	res, err := b.st.wait(ctx, seq, ch)
 	if err != nil {
 		return nil, fmt.Errorf("bootstrap: allgather: %w", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -55,7 +56,11 @@ func TestRemoteRankDies(t *testing.T) {
 	}
 }
 
+// testSecret is a job secret for tests that build RemoteConfigs by hand.
+var testSecret = []byte("0123456789abcdef0123456789abcdef")
+
 func TestConfigFromEnv(t *testing.T) {
+	t.Setenv(bootstrap.EnvSecret, "00112233445566778899aabbccddeeff")
 	set := func(rank, size, addr, job string) {
 		t.Setenv(bootstrap.EnvRank, rank)
 		t.Setenv(bootstrap.EnvWorldSize, size)
@@ -99,15 +104,43 @@ func TestConfigFromEnv(t *testing.T) {
 func TestRemoteJoinTimeout(t *testing.T) {
 	addr := freeAddr(t)
 	start := time.Now()
-	_, err := bootstrap.NewRemote(context.Background(), bootstrap.RemoteConfig{Rank: 0, Size: 2, Addr: addr, ConnectTimeout: 300 * time.Millisecond})
+	_, err := bootstrap.NewRemote(context.Background(), bootstrap.RemoteConfig{Rank: 0, Size: 2, Addr: addr, ConnectTimeout: 300 * time.Millisecond, Secret: testSecret})
 	if err == nil || !strings.Contains(err.Error(), "[1]") || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("rank 0 alone: %v, want a timeout naming rank 1", err)
 	}
-	_, err = bootstrap.NewRemote(context.Background(), bootstrap.RemoteConfig{Rank: 1, Size: 2, Addr: addr, ConnectTimeout: 300 * time.Millisecond})
+	_, err = bootstrap.NewRemote(context.Background(), bootstrap.RemoteConfig{Rank: 1, Size: 2, Addr: addr, ConnectTimeout: 300 * time.Millisecond, Secret: testSecret})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("rank 1 alone: %v, want a timeout", err)
 	}
 	if el := time.Since(start); el > 10*time.Second {
 		t.Errorf("took %v", el)
+	}
+}
+
+// The job secret comes from the environment or from a file only its owner
+// can read; without one a rank refuses to join.
+func TestSecretFromEnv(t *testing.T) {
+	t.Setenv(bootstrap.EnvRank, "0")
+	t.Setenv(bootstrap.EnvWorldSize, "2")
+	t.Setenv(bootstrap.EnvBootstrap, "127.0.0.1:2950")
+	t.Setenv(bootstrap.EnvSecret, "")
+	t.Setenv(bootstrap.EnvSecretFile, "")
+	if _, err := bootstrap.ConfigFromEnv(); err == nil || !strings.Contains(err.Error(), bootstrap.EnvSecret) {
+		t.Errorf("no secret: %v, want an error naming %s", err, bootstrap.EnvSecret)
+	}
+	f := t.TempDir() + "/secret"
+	if err := os.WriteFile(f, []byte("00112233445566778899aabbccddeeff\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(bootstrap.EnvSecretFile, f)
+	if _, err := bootstrap.ConfigFromEnv(); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+		t.Errorf("a world-readable secret file: %v, want it refused", err)
+	}
+	if err := os.Chmod(f, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := bootstrap.ConfigFromEnv()
+	if err != nil || len(cfg.Secret) != 16 {
+		t.Errorf("secret file: %v, %d bytes", err, len(cfg.Secret))
 	}
 }

@@ -9,4 +9,8 @@ const (
 	EnvBootstrap = "RDMACTOR_BOOTSTRAP"  // rank 0's control endpoint, host:port
 	EnvTransport = "RDMACTOR_TRANSPORT"  // the rdma provider to use, e.g. "shm"
 	EnvJob       = "RDMACTOR_JOB"        // the job name, unique per Run
+	// EnvSecret is the job's secret in hex, random per Run unless the
+	// caller's environment has one (or EnvSecretFile).
+	EnvSecret     = "RDMACTOR_JOB_SECRET"
+	EnvSecretFile = "RDMACTOR_JOB_SECRET_FILE"
 )

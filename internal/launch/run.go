@@ -132,6 +132,16 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 		EnvTransport+"="+o.Transport,
 		EnvJob+"="+name,
 	)
+	if os.Getenv(EnvSecret) == "" && os.Getenv(EnvSecretFile) == "" {
+		// A job secret of its own (a caller's, e.g. rdmarun across hosts,
+		// is inherited): the ranks' environments, readable by this user
+		// only (proc(5)), carry it; no control message does.
+		var secret [32]byte
+		if _, err := rand.Read(secret[:]); err != nil {
+			return nil, fmt.Errorf("launch: job secret: %w", err)
+		}
+		env = append(env, EnvSecret+"="+hex.EncodeToString(secret[:]))
+	}
 	j := newJob(&o)
 	startErr := j.start(env)
 	err = j.wait(ctx, startErr)
