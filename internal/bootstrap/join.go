@@ -11,6 +11,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
 
@@ -29,13 +30,23 @@ func (b *remoteBootstrap) start() error {
 		// Peers name rank 0 by Addr exactly: advertise it so their PIDs are local here.
 		opts = append(opts, remote.WithAdvertisedHost(b.cfg.Addr))
 	}
+	server := []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(math.MaxInt32),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: keepaliveTime / 2, PermitWithoutStream: true}),
+	}
+	creds := insecure.NewCredentials()
+	if wantTLS(b.cfg) {
+		tc, err := jobTLS(b.cfg.Secret, b.cfg.Job)
+		if err != nil {
+			return err
+		}
+		creds = credentials.NewTLS(tc)
+		server = append(server, grpc.Creds(creds))
+	}
 	opts = append(opts,
-		remote.WithServerOptions(
-			grpc.MaxRecvMsgSize(math.MaxInt32),
-			grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: keepaliveTime / 2, PermitWithoutStream: true}),
-		),
+		remote.WithServerOptions(server...),
 		remote.WithDialOptions(
-			grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithTransportCredentials(creds),
 			grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: keepaliveTime, Timeout: keepaliveTime, PermitWithoutStream: true}),
 		),
 	)

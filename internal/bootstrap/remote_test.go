@@ -35,6 +35,11 @@ func TestRemoteProcesses(t *testing.T) {
 	}
 }
 
+// The control plane over TLS (as beyond loopback; forced here).
+func TestRemoteProcessesTLS(t *testing.T) {
+	testutils.RunRanks(t, 4, "allgather", bootstrap.EnvControlTLS+"=1")
+}
+
 func TestRemoteCloseEarly(t *testing.T) {
 	testutils.RunRanks(t, 3, "closeearly")
 }
