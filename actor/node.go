@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -141,7 +140,10 @@ func Start(ctx context.Context, comm *gin.Comm, cfg Config) (*Node, error) {
 // in the environment (gin.Init with cfg.Gin) and starts this rank's Node
 // on it; the Node owns the Comm and closes it in Close. Collective.
 func Init(ctx context.Context, cfg Config) (*Node, error) {
-	size, _ := strconv.Atoi(os.Getenv(gin.EnvSize))
+	size, err := gin.SizeFromEnv()
+	if err != nil {
+		return nil, fmt.Errorf("actor: init: %w", err)
+	}
 	g := ginConfig(cfg, size)
 	comm, err := gin.Init(ctx, g)
 	if err != nil {

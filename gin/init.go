@@ -24,9 +24,17 @@ const (
 
 // Init builds this process's Comm from the environment set by cmd/rdmarun
 // or a scheduler: the bootstrap connects to rank 0 (protoactor-go remote
-// over gRPC) and cfg.Transport defaults to RDMACTOR_TRANSPORT. Collective
-// over the job's processes. Missing or malformed variables are an error
-// naming the variable.
+// over gRPC) and cfg.Transport defaults to RDMACTOR_TRANSPORT. Rank, world
+// size and rank 0's address come from RDMACTOR_RANK, RDMACTOR_WORLD_SIZE
+// and RDMACTOR_BOOTSTRAP when RDMACTOR_RANK is set, else from torchrun's
+// (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), Slurm's (SLURM_PROCID,
+// SLURM_NTASKS, the step's first node with RDMACTOR_PORT), Open MPI's
+// (OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE) or PMIx's (PMIX_RANK), in
+// that order, with RDMACTOR_BOOTSTRAP overriding a scheduler's address.
+// Every rank needs the job's secret (RDMACTOR_JOB_SECRET, hex, or
+// RDMACTOR_JOB_SECRET_FILE); rdmarun makes one. Collective over the job's
+// processes. Missing or malformed variables are an error naming the
+// variable.
 func Init(ctx context.Context, cfg Config) (*Comm, error) {
 	if cfg.Transport == "" {
 		cfg.Transport = os.Getenv(EnvTransport)
@@ -40,6 +48,17 @@ func Init(ctx context.Context, cfg Config) (*Comm, error) {
 		return nil, errors.Join(fmt.Errorf("gin init: %w", err), boot.Close())
 	}
 	return c, nil
+}
+
+// SizeFromEnv is the world size Init would join with: RDMACTOR_WORLD_SIZE,
+// or the scheduler's (torchrun, Slurm, Open MPI, PMIx; see Init). Layers
+// that size their signals before Init (package actor) read it here.
+func SizeFromEnv() (int, error) {
+	cfg, err := bootstrap.ConfigFromEnv()
+	if err != nil {
+		return 0, fmt.Errorf("gin: %w", err)
+	}
+	return cfg.Size, nil
 }
 
 // NewLocal builds n Comms whose ranks are goroutines of this process, over

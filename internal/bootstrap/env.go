@@ -35,24 +35,41 @@ func FromEnv(ctx context.Context) (Bootstrap, error) {
 	return NewRemote(ctx, cfg)
 }
 
-// ConfigFromEnv returns the RemoteConfig that FromEnv uses. A missing or
-// malformed variable is an error naming it.
+// ConfigFromEnv returns the RemoteConfig that FromEnv uses: from
+// RDMACTOR_RANK, RDMACTOR_WORLD_SIZE and RDMACTOR_BOOTSTRAP when
+// RDMACTOR_RANK is set, else from the first scheduler whose variables are
+// present (schedulerEnv: torchrun's RANK, WORLD_SIZE, MASTER_ADDR and
+// MASTER_PORT; Slurm's SLURM_PROCID, SLURM_NTASKS and the step's first
+// node; Open MPI's OMPI_COMM_WORLD_RANK and _SIZE; PMIx's PMIX_RANK), with
+// RDMACTOR_BOOTSTRAP overriding the address a scheduler implies. The job
+// secret comes from RDMACTOR_JOB_SECRET or RDMACTOR_JOB_SECRET_FILE. A
+// missing or malformed variable is an error naming it.
 func ConfigFromEnv() (RemoteConfig, error) {
 	var cfg RemoteConfig
 	var err error
-	if cfg.Size, err = envInt(EnvWorldSize); err != nil {
-		return cfg, err
+	cfg.Job = os.Getenv(EnvJob)
+	from := "rdmactor"
+	if os.Getenv(EnvRank) == "" {
+		if from, err = schedulerEnv(&cfg); err != nil {
+			return cfg, err
+		}
+	}
+	if from == "rdmactor" || from == "" {
+		if cfg.Size, err = envInt(EnvWorldSize); err != nil {
+			return cfg, err
+		}
+		if cfg.Rank, err = envInt(EnvRank); err != nil {
+			return cfg, err
+		}
+		cfg.Addr = os.Getenv(EnvBootstrap)
+		from = "rdmactor"
 	}
 	if cfg.Size < 1 {
-		return cfg, fmt.Errorf("bootstrap: %s=%d: want >= 1", EnvWorldSize, cfg.Size)
-	}
-	if cfg.Rank, err = envInt(EnvRank); err != nil {
-		return cfg, err
+		return cfg, fmt.Errorf("bootstrap: world size %d (%s, from %s's variables): want >= 1", cfg.Size, EnvWorldSize, from)
 	}
 	if cfg.Rank < 0 || cfg.Rank >= cfg.Size {
-		return cfg, fmt.Errorf("bootstrap: %s=%d: want in [0, %s=%d)", EnvRank, cfg.Rank, EnvWorldSize, cfg.Size)
+		return cfg, fmt.Errorf("bootstrap: rank %d (%s, from %s's variables): want in [0, %d)", cfg.Rank, EnvRank, from, cfg.Size)
 	}
-	cfg.Addr = os.Getenv(EnvBootstrap)
 	if cfg.Addr == "" {
 		return cfg, fmt.Errorf("bootstrap: %s is not set (want host:port of rank 0's control endpoint)", EnvBootstrap)
 	}
@@ -62,7 +79,6 @@ func ConfigFromEnv() (RemoteConfig, error) {
 	if cfg.Secret, err = secretFromEnv(); err != nil {
 		return cfg, err
 	}
-	cfg.Job = os.Getenv(EnvJob)
 	if cfg.Job != "" {
 		if err := checkJob(cfg.Job); err != nil {
 			return cfg, fmt.Errorf("bootstrap: %s: %w", EnvJob, err)
