@@ -193,7 +193,11 @@ func (e *Endpoint) kick() {
 // submitted, wait for the completion counter), driving a Poller provider
 // while it waits. It returns the first WQE error since the previous flush.
 func (e *Endpoint) flush(ctx context.Context) error {
-	target := e.sq.reserved.Load()
+	return e.flushTo(ctx, e.sq.reserved.Load())
+}
+
+// flushTo is flush for the entries reserved before target.
+func (e *Endpoint) flushTo(ctx context.Context, target uint64) error {
 	b := idle.NewDriven(e.m.cfg.Idle, e.m.poller)
 	for e.sq.completed.Load() < target {
 		e.group.doorbell()

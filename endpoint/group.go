@@ -274,6 +274,49 @@ func (g *Group) Flush(ctx context.Context) error {
 	return first
 }
 
+// FlushPoint is what FlushAsync snapshots: each endpoint of a group and how
+// many of its entries were reserved at the call.
+type FlushPoint struct {
+	eps     []*Endpoint
+	targets []uint64
+}
+
+// FlushAsync rings every endpoint of the group and returns the point that
+// Wait completes: every entry issued before the call completed locally
+// (ncclGin::flushAsync, NCCL 2.30). Entries issued later are not waited
+// for.
+func (g *Group) FlushAsync() FlushPoint {
+	eps := *g.all.Load()
+	p := FlushPoint{eps: eps, targets: make([]uint64, len(eps))}
+	for i, e := range eps {
+		p.targets[i] = e.sq.reserved.Load()
+	}
+	g.doorbell()
+	return p
+}
+
+// Wait waits until the point's entries completed, as Flush does, and
+// returns the first WQE error since the previous flush of each endpoint.
+func (p FlushPoint) Wait(ctx context.Context) error {
+	var first error
+	for i, e := range p.eps {
+		if err := e.flushTo(ctx, p.targets[i]); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// Done reports, without waiting, whether the point's entries completed.
+func (p FlushPoint) Done() bool {
+	for i, e := range p.eps {
+		if e.sq.completed.Load() < p.targets[i] {
+			return false
+		}
+	}
+	return true
+}
+
 // InFlight is the number of entries of the group reserved and not yet
 // completed.
 func (g *Group) InFlight() uint64 {

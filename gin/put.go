@@ -207,6 +207,65 @@ func (x *Context) Flush(ctx context.Context) error {
 	return first
 }
 
+// FlushHandle is a flush in progress (FlushAsync): Wait finishes it.
+type FlushHandle struct {
+	c      *Context
+	points []endpoint.FlushPoint
+	err    error
+}
+
+// FlushAsync starts a Flush and returns at once (ncclGin::flushAsync,
+// NCCL 2.30): the handle's Wait returns once every put, put value and
+// signal this context issued before the call is locally complete, as
+// Flush would, and Done says whether that is so already. Posts issued
+// after the call are not covered. Like Flush it says nothing of remote
+// visibility. After Close, Wait returns ErrClosed.
+func (x *Context) FlushAsync() *FlushHandle {
+	h := &FlushHandle{c: x}
+	if h.err = x.c.check(); h.err != nil {
+		return h
+	}
+	for i := range x.groups {
+		if g := x.groups[i].Load(); g != nil {
+			h.points = append(h.points, g.FlushAsync())
+		}
+	}
+	return h
+}
+
+// Wait waits until the handle's posts are locally complete, ctx ends (its
+// error) or the Comm closes (ErrClosed); it returns the first post error
+// recorded, as Flush does. It may be called more than once.
+func (h *FlushHandle) Wait(ctx context.Context) error {
+	if h.err != nil {
+		return h.err
+	}
+	if err := h.c.c.check(); err != nil {
+		return err
+	}
+	var first error
+	for _, p := range h.points {
+		if err := p.Wait(ctx); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// Done reports, without waiting, whether the handle's posts are locally
+// complete.
+func (h *FlushHandle) Done() bool {
+	if h.err != nil {
+		return true
+	}
+	for _, p := range h.points {
+		if !p.Done() {
+			return false
+		}
+	}
+	return true
+}
+
 // signalOf fills s for remote action a towards world rank r and returns the
 // signal index that routes the post (-1: the data endpoint).
 func (c *Comm) signalOf(a RemoteAction, r int, s *rdma.Signal) (int, error) {

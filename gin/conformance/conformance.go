@@ -49,6 +49,7 @@ func Run(t *testing.T, f Factory) {
 	t.Run("Rolling", func(t *testing.T) { testRolling(t, f) })
 	t.Run("Counters", func(t *testing.T) { testCounters(t, f) })
 	t.Run("Flush", func(t *testing.T) { testFlush(t, f) })
+	t.Run("FlushAsync", func(t *testing.T) { testFlushAsync(t, f) })
 	t.Run("PutValue", func(t *testing.T) { testPutValue(t, f) })
 	t.Run("Aggregate", func(t *testing.T) { testAggregate(t, f) })
 	t.Run("Errors", func(t *testing.T) { testErrors(t, f) })
