@@ -122,6 +122,8 @@ func (c *Comm) checkCaps() error {
 		return &rdma.UnsupportedError{Provider: name, Feature: "strong signals (required by Config.Require)"}
 	case r.SignalAdd && !c.caps.SignalAdd:
 		return &rdma.UnsupportedError{Provider: name, Feature: "SignalAdd values other than 1 (required by Config.Require)"}
+	case r.VASignals && !c.caps.VASignals:
+		return &rdma.UnsupportedError{Provider: name, Feature: "VA signals (required by Config.Require)"}
 	case r.MaxPutSize > c.caps.MaxPutSize:
 		return &rdma.UnsupportedError{Provider: name, Feature: fmt.Sprintf("puts of %d bytes (max %d)", r.MaxPutSize, c.caps.MaxPutSize)}
 	case c.cfg.Signals > c.caps.MaxSignals:

@@ -81,8 +81,9 @@ var OversubscribedIdle = idle.Strategy{Spins: 64, Yields: 0, MinSleep: idle.Defa
 
 // Requirements are provider capabilities a program depends on.
 type Requirements struct {
-	StrongSignals bool // signals imply every earlier put of the context to the peer
+	StrongSignals bool // signals imply every earlier put of the context to the peer (ginStrongSignalsRequired, NCCL 2.30)
 	SignalAdd     bool // SignalAdd with values other than 1
+	VASignals     bool // signals at window offsets (ginVaSignalsRequired, NCCL 2.30)
 	MaxPutSize    int  // bytes one put must be able to carry
 }
 

@@ -363,7 +363,7 @@ func testErrors(t *testing.T, f Factory) {
 		_, err = newLocal(t, f, 2, gin.Config{Signals: caps.MaxSignals + 1})
 		require.ErrorIs(t, err, gin.ErrNotSupported, "more signals than the provider has")
 		// What the provider has passes.
-		req := gin.Requirements{StrongSignals: caps.StrongSignals, SignalAdd: caps.SignalAdd, MaxPutSize: caps.MaxPutSize}
+		req := gin.Requirements{StrongSignals: caps.StrongSignals, SignalAdd: caps.SignalAdd, VASignals: caps.VASignals, MaxPutSize: caps.MaxPutSize}
 		e := setup(t, f, 2, gin.Config{Require: req})
 		require.Len(t, e.comms, 2)
 		if !caps.StrongSignals {
@@ -373,6 +373,10 @@ func testErrors(t *testing.T, f Factory) {
 		if !caps.SignalAdd {
 			_, err := newLocal(t, f, 2, gin.Config{Require: gin.Requirements{SignalAdd: true}})
 			require.ErrorIs(t, err, gin.ErrNotSupported, "Require.SignalAdd on a provider without it")
+		}
+		if !caps.VASignals {
+			_, err := newLocal(t, f, 2, gin.Config{Require: gin.Requirements{VASignals: true}})
+			require.ErrorIs(t, err, gin.ErrNotSupported, "Require.VASignals on a provider without them")
 		}
 	})
 

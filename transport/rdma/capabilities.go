@@ -14,6 +14,10 @@ type Capabilities struct {
 	MaxPutSize int
 	// SignalAdd: arbitrary add values are supported (not only +1 per write).
 	SignalAdd bool
+	// VASignals: signals may be words at any 8-byte aligned offset of a
+	// window (gin's VA signals, ncclGin's VA signal variants, NCCL 2.28),
+	// not only indexed signals.
+	VASignals bool
 	// LoadStore: peers' memory is directly load/store accessible (shared
 	// memory, NVLink): the LSA team of gin spans every rank this provider
 	// connects on one host.

@@ -265,6 +265,7 @@ func capsOf(it *info, s strategy, scMax int) rdma.Capabilities {
 		// order (FI_ORDER_RMA_WAW), so every earlier put's data is too.
 		c.StrongSignals = it.txOrder&fiOrderRMAWAW != 0
 		c.SignalAdd = true
+		c.VASignals = true
 		c.MaxSignals = 1 << 16
 	case counter:
 		// Weak: a signal endpoint's counter ticks when the write to it is

@@ -21,6 +21,7 @@ var capabilities = rdma.Capabilities{
 	MaxSignals:    1 << 16,
 	MaxPutSize:    1 << 30,
 	SignalAdd:     true,
+	VASignals:     true,
 	LoadStore:     true,
 	Inline:        true,
 }
