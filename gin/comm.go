@@ -197,14 +197,48 @@ func (c *Comm) LostPeers() []int {
 // kick wakes every wait blocked on the signal doorbell, so that it looks
 // at the Comm's state (closed, a peer lost) at once.
 func (c *Comm) kick() {
-	if c.busy.Load() == 0 {
+	if c.busy.Load() == 0 || !c.pin() {
 		return
 	}
+	c.kickMapped()
+	c.leave()
+}
+
+// kickMapped is kick for a caller that knows the signal region is mapped
+// (Close, before its teardown).
+func (c *Comm) kickMapped() {
 	if c.bell != nil {
 		c.bell.Kick()
 	}
 	if b, ok := c.poller.(rdma.BlockingPoller); ok && b.Blocks() {
-		b.Kick()
+		b.Kick() // pins the provider itself
+	}
+}
+
+// pin holds the Comm's mappings like enter, but also after a peer was
+// lost: for kicks, which must reach waiters of a failed Comm, and must not
+// touch a doorbell that Close has unmapped. Pair with leave.
+func (c *Comm) pin() bool {
+	c.busy.Add(1)
+	if c.closed.Load() {
+		c.busy.Add(-1)
+		return false
+	}
+	return true
+}
+
+// kickedBell is the signal doorbell as waits hold it: its Kick, which a
+// cancelled context runs from a goroutine of its own at any later moment,
+// pins the Comm first (the bell's words live in its signal region).
+type kickedBell struct {
+	rdma.Doorbell
+	c *Comm
+}
+
+func (b kickedBell) Kick() {
+	if b.c.pin() {
+		b.Doorbell.Kick()
+		b.c.leave()
 	}
 }
 
@@ -331,7 +365,7 @@ func (c *Comm) Close() error {
 	// else holds mapped memory for long.
 	deadline := time.Now().Add(c.cfg.PostTimeout)
 	for c.busy.Load() > 0 && time.Now().Before(deadline) {
-		c.kick()
+		c.kickMapped() // this goroutine unmaps, and only after the loop
 		time.Sleep(50 * time.Microsecond)
 	}
 	if n := c.busy.Load(); n > 0 {

@@ -52,7 +52,7 @@ func (x *Context) WaitCounter(ctx context.Context, n Counter, least uint64, bits
 	if x.c.poller != nil {
 		d = reporter{x.c.poller, x.c.eps}
 	}
-	return x.c.waitDriving(ctx, w, least, m, "counter", int(n), d)
+	return x.c.waitDriving(ctx, w, least, m, "counter", int(n), d, nil) // no put rings a counter
 }
 
 // reporter drives a Poller provider and then has the endpoints report the

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rdmactor/rdmactor/internal/idle"
 	"github.com/rdmactor/rdmactor/internal/memword"
+	"github.com/rdmactor/rdmactor/transport/rdma"
 )
 
 // signalWord enters the Comm and returns the value word of signal s on this
@@ -52,7 +53,7 @@ func (x *Context) WaitSignal(ctx context.Context, s Signal, least uint64, bits i
 	// Not wait and a deferred leave: the return from a wait is on a
 	// ping-pong's critical path, where each frame's code is cold after the
 	// kernel's send.
-	v, err := x.c.waitDriving(ctx, w, least, m, "signal", int(s), x.c.driver())
+	v, err := x.c.waitDriving(ctx, w, least, m, "signal", int(s), x.c.driver(), x.c.bell)
 	x.c.leave()
 	return v, err
 }
@@ -108,7 +109,7 @@ func (x *Context) WaitSignals(ctx context.Context, set []SignalWait, bits int) (
 	if err := ctx.Err(); err != nil {
 		return -1, 0, fmt.Errorf("wait signals (%d): %w", len(set), err)
 	}
-	b := x.c.backoff(ctx, x.c.driver())
+	b := x.c.backoff(ctx, x.c.driver(), x.c.bell)
 	defer b.Stop()
 	for {
 		if i, v := ready(); i >= 0 {
@@ -138,10 +139,11 @@ func (x *Context) ResetSignal(s Signal) error {
 	return nil
 }
 
-// wait is every rdmactor wait on a local word: until least <= word (rolling,
-// mask m), ctx ends, the Comm closes or a peer is lost.
-func (c *Comm) wait(ctx context.Context, w *atomic.Uint64, least, m uint64, what string, id int) (uint64, error) {
-	return c.waitDriving(ctx, w, least, m, what, id, c.driver())
+// wait is a wait on a word of one of this rank's windows (VA signals):
+// until least <= word (rolling, mask m), ctx ends, the Comm closes or a
+// peer is lost. bell is the window's doorbell, or nil.
+func (c *Comm) wait(ctx context.Context, w *atomic.Uint64, least, m uint64, what string, id int, bell rdma.Doorbell) (uint64, error) {
+	return c.waitDriving(ctx, w, least, m, what, id, c.driver(), bell)
 }
 
 // Progress drives the provider once where its progress is manual (ofi:
@@ -165,24 +167,25 @@ func (c *Comm) driver() idle.Driver {
 	return c.poller
 }
 
-// backoff paces one wait on this rank's signals: it drives d where the
-// provider is a Poller (a signal that only lands when somebody reads the
-// CQ, tcp;ofi_rxm, is landed by its waiter, which then blocks in
-// PollWait), else blocks on the signal doorbell where the provider rings
-// one (shm), else parks on timers. Deadlines and ctx are looked at when
+// backoff paces one wait: it drives d where the provider is a Poller (a
+// signal that only lands when somebody reads the CQ, tcp;ofi_rxm, is landed
+// by its waiter, which then blocks in PollWait), else blocks on bell, the
+// doorbell that the awaited word's puts ring (shm), else parks on timers
+// (counters, which no put rings). Deadlines and ctx are looked at when
 // Idle reports true, so the spinning path stays a load and a compare.
-func (c *Comm) backoff(ctx context.Context, d idle.Driver) idle.Backoff {
+func (c *Comm) backoff(ctx context.Context, d idle.Driver, bell rdma.Doorbell) idle.Backoff {
 	if d != nil {
 		return idle.NewDrivenCtx(ctx, c.cfg.Idle, d)
 	}
-	if c.bell != nil {
-		return idle.NewBelled(ctx, c.cfg.Idle, c.bell)
+	if bell != nil {
+		return idle.NewBelled(ctx, c.cfg.Idle, kickedBell{bell, c})
 	}
 	return idle.New(c.cfg.Idle)
 }
 
-// waitDriving is wait driving d (nil: none) while it waits.
-func (c *Comm) waitDriving(ctx context.Context, w *atomic.Uint64, least, m uint64, what string, id int, d idle.Driver) (uint64, error) {
+// waitDriving is wait driving d (nil: none) while it waits, blocking on
+// bell (nil: none) where there is no d.
+func (c *Comm) waitDriving(ctx context.Context, w *atomic.Uint64, least, m uint64, what string, id int, d idle.Driver, bell rdma.Doorbell) (uint64, error) {
 	least &= m
 	if v := w.Load() & m; rollingLE(least, v, m) {
 		return v, nil
@@ -191,7 +194,7 @@ func (c *Comm) waitDriving(ctx context.Context, w *atomic.Uint64, least, m uint6
 		v := w.Load() & m
 		return v, fmt.Errorf("wait %s %d for %d (at %d): %w", what, id, least, v, err)
 	}
-	b := c.backoff(ctx, d)
+	b := c.backoff(ctx, d, bell)
 	for {
 		if v := w.Load() & m; rollingLE(least, v, m) {
 			b.Stop()

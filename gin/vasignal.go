@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/rdmactor/rdmactor/internal/memword"
+	"github.com/rdmactor/rdmactor/transport/rdma"
 )
 
 // vaWord checks that (w, off) can be a VA signal: a StrictOrdering window
@@ -65,7 +66,11 @@ func (x *Context) WaitSignalVA(ctx context.Context, w *Window, off int, least ui
 		return 0, err
 	}
 	defer x.c.leave()
-	return x.c.wait(ctx, word, least, m, "VA signal at offset", off)
+	var bell rdma.Doorbell
+	if b, ok := w.mr.(rdma.Belled); ok && x.c.poller == nil {
+		bell = b.Doorbell() // rung by puts that add to a word of this window
+	}
+	return x.c.wait(ctx, word, least, m, "VA signal at offset", off, bell)
 }
 
 // ResetSignalVA sets the VA signal at (w, off) to 0; like ResetSignal it
