@@ -83,7 +83,9 @@ func frameSum(f []byte, h header) uint32 {
 // sequence number and kind, which must also keep [0, len) inside f; "" if
 // they hold), then the checksum over header and body.
 func parseFrame(f []byte, check func(header) string) (header, error) {
-	_ = f[headerBytes-1]
+	if len(f) < headerBytes {
+		return header{}, fmt.Errorf("%d bytes left in the ring, a frame header takes %d", len(f), headerBytes)
+	}
 	if f[4] != frameMagic {
 		return header{}, fmt.Errorf("magic byte %#02x, want %#02x", f[4], frameMagic)
 	}

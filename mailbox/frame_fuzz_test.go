@@ -14,6 +14,7 @@ func FuzzParseFrame(f *testing.F) {
 	header{len: 64, kind: kindPad, seq: 0}.put(pad)
 	f.Add(pad)
 	f.Add(make([]byte, headerBytes))
+	f.Add(make([]byte, 4096+headerBytes-2)) // leaves a frame 14 bytes of ring
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if len(b) < headerBytes {
 			return
