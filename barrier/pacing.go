@@ -3,9 +3,9 @@ package barrier
 import (
 	"context"
 	"fmt"
-	"runtime"
 
 	"github.com/rdmactor/rdmactor/gin"
+	"github.com/rdmactor/rdmactor/internal/idle"
 )
 
 // Pacing is how a wait of this package (and of package collective) passes
@@ -40,10 +40,6 @@ type Pacing struct {
 	Spins int
 }
 
-// ctxCheckEvery is how many polls pass between looks at the context while
-// spinning; every yielding poll looks.
-const ctxCheckEvery = 1 << 10
-
 // Wait waits on x until the low bits bits of signal s reach least in
 // rolling order (gin's comparison: a <= b iff ((b-a) & m) <= m>>1) and
 // returns the value read. It ends with ctx's error (wrapped) when ctx ends
@@ -54,7 +50,8 @@ func (p Pacing) Wait(ctx context.Context, x *gin.Context, s gin.Signal, least ui
 	}
 	m := mask(bits)
 	least &= m
-	for i := 0; ; i++ {
+	pace := p.Pace()
+	for {
 		v, err := x.ReadSignal(s, bits)
 		if err != nil {
 			return 0, err
@@ -62,22 +59,19 @@ func (p Pacing) Wait(ctx context.Context, x *gin.Context, s gin.Signal, least ui
 		if gin.RollingLE(least, v, m) {
 			return v, nil
 		}
-		if i < p.Spins {
-			if i%ctxCheckEvery != ctxCheckEvery-1 {
-				continue
-			}
-		} else {
-			if p.Gosched {
-				runtime.Gosched()
-			}
-			if p.OSYield {
-				osYield()
-			}
+		if !pace.Idle() {
+			continue
 		}
 		if err := ctx.Err(); err != nil {
 			return v, fmt.Errorf("wait signal %d for %d (at %d): %w", s, least, v, err)
 		}
 	}
+}
+
+// Pace is the idle.Pace of one polling wait with p (OSYield or Gosched
+// set), for waits of other packages that poll their own signals.
+func (p Pacing) Pace() idle.Pace {
+	return idle.Pace{Spins: p.Spins, Gosched: p.Gosched, OSYield: p.OSYield}
 }
 
 // mask is the low-bits mask of a bits-wide comparison; bits outside 1..64

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
 	"time"
 
@@ -435,7 +434,8 @@ func (h *Handle[T]) wait(ctx context.Context, off int, least uint64, what string
 		}
 		return nil
 	}
-	for i := 0; ; i++ {
+	pace := p.Pace()
+	for {
 		v, err := h.wx.ReadSignalVA(h.sig, off, 64)
 		if err != nil {
 			return fmt.Errorf("wait for %s: %w", what, err)
@@ -443,17 +443,8 @@ func (h *Handle[T]) wait(ctx context.Context, off int, least uint64, what string
 		if gin.RollingLE(least, v, ^uint64(0)) {
 			return nil
 		}
-		if i < p.Spins {
-			if i%1024 != 1023 {
-				continue
-			}
-		} else {
-			if p.Gosched {
-				runtime.Gosched()
-			}
-			if p.OSYield {
-				osYield()
-			}
+		if !pace.Idle() {
+			continue
 		}
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("wait for %s (signal at %d of %d): %w", what, v, least, err)

@@ -1,9 +1,0 @@
-//go:build linux
-
-package barrier
-
-import "syscall"
-
-// osYield gives the core to another runnable thread of the host
-// (sched_yield(2)); it returns at once when there is none.
-func osYield() { syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 0) }
