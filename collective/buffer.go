@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/rdmactor/rdmactor/gin"
+	"github.com/rdmactor/rdmactor/internal/unsafeview"
 )
 
 // Buffer is where a collective reads or writes: byte offset Offset of a
@@ -29,7 +30,7 @@ func Elements[T Element](w *gin.Window, off, count int) ([]T, error) {
 	if err := b.check("collective.Elements", "view", count, TypeOf[T]()); err != nil {
 		return nil, err
 	}
-	return as[T](b.bytes(count * TypeOf[T]().Size())), nil
+	return unsafeview.As[T](b.bytes(count * TypeOf[T]().Size())), nil
 }
 
 // check validates b, the what ("source", "destination", "view") of

@@ -1,5 +1,7 @@
 package collective
 
+import "github.com/rdmactor/rdmactor/internal/unsafeview"
+
 // number is the element types reductions run on.
 type number interface {
 	~int8 | ~uint8 | ~int32 | ~uint32 | ~int64 | ~uint64 | ~float32 | ~float64
@@ -31,7 +33,7 @@ func reduce(dt DataType, op Op, d, a, b []byte) {
 }
 
 func reduceT[T number](op Op, d, a, b []byte) {
-	dv, av, bv := as[T](d), as[T](a), as[T](b)
+	dv, av, bv := unsafeview.As[T](d), unsafeview.As[T](a), unsafeview.As[T](b)
 	switch op {
 	case Sum:
 		sum(dv, av, bv)

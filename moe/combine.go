@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/rdmactor/rdmactor/gin"
+	"github.com/rdmactor/rdmactor/internal/unsafeview"
 )
 
 // Combine is the reverse of the last Dispatch: each received row goes back
@@ -43,7 +44,7 @@ func (h *Handle[T]) Combine(ctx context.Context, y []T, out []T) error {
 		return fmt.Errorf("moe: %s: y has %d elements (want %d), out %d (want %d): %w",
 			name, len(y), len(recv.X), len(out), h.numTokens*H, ErrBadArgument)
 	}
-	if !sameStart(y, recv.X) {
+	if !unsafeview.SameStart(y, recv.X) {
 		copy(recv.X, y)
 	}
 	h.state = idle
@@ -95,7 +96,7 @@ func (h *Handle[T]) awaitReturned(ctx context.Context) error {
 // reduce sums each token's returned rows into out ([numTokens][Hidden]).
 func (h *Handle[T]) reduce(out []T) {
 	H, n := h.cfg.Hidden, h.n
-	comb := view[T](h.comb.Bytes()[:h.lay.combSize])
+	comb := unsafeview.As[T](h.comb.Bytes()[:h.lay.combSize])
 	h.blocks = resize(h.blocks, n)
 	for r := range n {
 		k := h.counts.At(h.me, r)

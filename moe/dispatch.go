@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/rdmactor/rdmactor/gin"
+	"github.com/rdmactor/rdmactor/internal/unsafeview"
 )
 
 // Recv is what Dispatch delivers to this rank: the rows sent to it,
@@ -82,7 +83,7 @@ func (h *Handle[T]) Dispatch(ctx context.Context, x []T, topkIdx []int32, topkWe
 		local = h.layout.Compute(topkIdx, h.numTokens, h.cfg.TopK, h.cfg.NumExperts, h.n)
 	}
 	if local == nil {
-		if in := h.Input(); !sameStart(x, in) {
+		if in := h.Input(); !unsafeview.SameStart(x, in) {
 			copy(in, x)
 		}
 		h.pos = resize(h.pos, h.numTokens*h.n)
@@ -162,7 +163,7 @@ func (h *Handle[T]) sendCounts(ctx context.Context, parity int, topkIdx []int32,
 		}
 		if !bad {
 			rows = h.layout.NumTokensPerRank[r]
-			ent := view[uint32](blk[hdr : hdr+4*ew*rows])
+			ent := unsafeview.As[uint32](blk[hdr : hdr+4*ew*rows])
 			i := 0
 			for t := range h.numTokens {
 				if !h.layout.IsTokenInRank[t*h.n+r] {
@@ -275,7 +276,7 @@ func (h *Handle[T]) buildRecv(parity int) {
 	out := &h.recvOut
 	total := h.counts.RecvTotal(h.me)
 	out.NumRecv = total
-	out.X = view[T](h.rowBytes(h.recv, h.lay.recvX, 0, total))[: total*H : total*H]
+	out.X = unsafeview.As[T](h.rowBytes(h.recv, h.lay.recvX, 0, total))[: total*H : total*H]
 	out.Counts = h.counts
 	out.RankOffsets = resize(out.RankOffsets, h.n+1)
 	out.SrcIndex = resize(out.SrcIndex, total)
@@ -288,7 +289,7 @@ func (h *Handle[T]) buildRecv(parity int) {
 		out.RankOffsets[s] = row
 		k := h.counts.At(s, h.me)
 		off := h.lay.meta + (parity*h.n+s)*h.lay.block + hdr
-		ent := view[uint32](h.recv.Bytes()[off : off+4*ew*k])
+		ent := unsafeview.As[uint32](h.recv.Bytes()[off : off+4*ew*k])
 		for j := range k {
 			e := ent[j*ew : (j+1)*ew]
 			out.SrcIndex[row] = int32(e[0])

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rdmactor/rdmactor/barrier"
 	"github.com/rdmactor/rdmactor/gin"
+	"github.com/rdmactor/rdmactor/internal/unsafeview"
 	"github.com/rdmactor/rdmactor/transport/rdma"
 )
 
@@ -313,7 +314,7 @@ func (h *Handle[T]) LocalExperts() int { return h.nl }
 // calls.
 func (h *Handle[T]) Input() []T {
 	n := max(h.cfg.MaxTokens, h.cfg.MaxLLTokens) * h.cfg.Hidden
-	return view[T](h.in.Bytes()[h.lay.input : h.lay.input+n*h.es])
+	return unsafeview.As[T](h.in.Bytes()[h.lay.input : h.lay.input+n*h.es])
 }
 
 // begin takes the Handle for one call: usable, in state want. The caller

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/rdmactor/rdmactor/gin"
+	"github.com/rdmactor/rdmactor/internal/unsafeview"
 )
 
 // RecvLL is what DispatchLL delivers to this rank: for each local expert
@@ -86,7 +87,7 @@ func (h *Handle[T]) DispatchLL(ctx context.Context, x []T, topkIdx []int32) (*Re
 	if err := CheckRouting(topkIdx, t, K, E); err != nil {
 		return nil, fmt.Errorf("moe: %s: %w", name, err)
 	}
-	if in := h.Input(); !sameStart(x, in) {
+	if in := h.Input(); !unsafeview.SameStart(x, in) {
 		copy(in, x)
 	}
 	h.llTokens = t
@@ -178,7 +179,7 @@ func (h *Handle[T]) buildRecvLL() {
 	L, n, maxL, H, K := h.nl, h.n, h.cfg.MaxLLTokens, h.cfg.Hidden, h.cfg.TopK
 	out := &h.llOut
 	out.ranks, out.maxTokens, out.hidden = n, maxL, H
-	out.X = view[T](h.ll.Bytes()[h.lay.llX:h.lay.llMeta])[: L*n*maxL*H : L*n*maxL*H]
+	out.X = unsafeview.As[T](h.ll.Bytes()[h.lay.llX:h.lay.llMeta])[: L*n*maxL*H : L*n*maxL*H]
 	out.Count = resize(out.Count, L*n)
 	out.SrcIndex = resize(out.SrcIndex, L*n*maxL)
 	out.TokensPerExpert = zeroed(out.TokensPerExpert, L)
@@ -226,7 +227,7 @@ func (h *Handle[T]) CombineLL(ctx context.Context, y []T, topkWeights []float32,
 		return fmt.Errorf("moe: %s: y %d elements (want %d), %d weights (want %d), out %d (want %d): %w",
 			name, len(y), len(rl.X), len(topkWeights), h.llTokens*K, len(out), h.llTokens*H, ErrBadArgument)
 	}
-	if !sameStart(y, rl.X) {
+	if !unsafeview.SameStart(y, rl.X) {
 		for le := range h.nl {
 			for s := range h.n {
 				at := (le*h.n + s) * h.cfg.MaxLLTokens * H
@@ -245,7 +246,7 @@ func (h *Handle[T]) CombineLL(ctx context.Context, y []T, topkWeights []float32,
 			return h.fail(name, err)
 		}
 	}
-	comb := view[T](h.ll.Bytes()[h.lay.llComb:h.lay.llSize])
+	comb := unsafeview.As[T](h.ll.Bytes()[h.lay.llComb:h.lay.llSize])
 	row := h.llRow(comb)
 	h.split(h.llTokens, func(lo, hi int, acc []float32) {
 		ReduceLL(out[lo*H:hi*H], func(t, k int) []T { return row(lo+t, k) },
