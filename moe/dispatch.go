@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"math"
 
 	"github.com/rdmactor/rdmactor/gin"
 	"github.com/rdmactor/rdmactor/internal/unsafeview"
@@ -139,8 +138,8 @@ func (h *Handle[T]) checkDispatch(x []T, topkIdx []int32, topkWeights []float32)
 	return nil
 }
 
-// entryWords is the size of a normal block's entry in uint32 words.
-func (h *Handle[T]) entryWords() int { return 1 + 2*h.cfg.TopK }
+// entryWords is the size of a normal block's routing entry in uint32 words.
+func (h *Handle[T]) entryWords() int { return EntryWords(h.cfg.TopK) }
 
 // sendCounts builds, for every rank r, the block of this round in the
 // staging area (this rank's counts, then the routing of each row going to
@@ -169,18 +168,7 @@ func (h *Handle[T]) sendCounts(ctx context.Context, parity int, topkIdx []int32,
 				if !h.layout.IsTokenInRank[t*h.n+r] {
 					continue
 				}
-				e := ent[i*ew : (i+1)*ew]
-				e[0] = uint32(t)
-				for k := range K {
-					id, w := topkIdx[t*K+k], float32(0)
-					if id >= 0 && int(id)/L == r {
-						id, w = id%int32(L), topkWeights[t*K+k]
-					} else {
-						id = -1
-					}
-					e[1+k] = uint32(id)
-					e[1+K+k] = math.Float32bits(w)
-				}
+				PutEntry(ent[i*ew:(i+1)*ew], t, topkIdx[t*K:(t+1)*K], topkWeights[t*K:(t+1)*K], L, r)
 				i++
 			}
 		}
@@ -291,16 +279,7 @@ func (h *Handle[T]) buildRecv(parity int) {
 		off := h.lay.meta + (parity*h.n+s)*h.lay.block + hdr
 		ent := unsafeview.As[uint32](h.recv.Bytes()[off : off+4*ew*k])
 		for j := range k {
-			e := ent[j*ew : (j+1)*ew]
-			out.SrcIndex[row] = int32(e[0])
-			for q := range K {
-				id := int32(e[1+q])
-				out.TopkIdx[row*K+q] = id
-				out.TopkWeights[row*K+q] = math.Float32frombits(e[1+K+q])
-				if id >= 0 {
-					out.TokensPerExpert[id]++
-				}
-			}
+			out.SrcIndex[row] = ReadEntry(ent[j*ew:(j+1)*ew], out.TopkIdx[row*K:(row+1)*K], out.TopkWeights[row*K:(row+1)*K], out.TokensPerExpert)
 			row++
 		}
 	}

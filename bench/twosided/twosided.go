@@ -26,7 +26,6 @@ package twosided
 import (
 	"context"
 	"fmt"
-	"math"
 
 	"github.com/rdmactor/rdmactor/collective"
 	"github.com/rdmactor/rdmactor/gin"
@@ -70,7 +69,7 @@ func New[T moe.Elem](ctx context.Context, c *collective.Comm, cfg moe.Config) (*
 	if cfg.Hidden <= 0 || cfg.TopK <= 0 || cfg.NumExperts <= 0 || cfg.NumExperts%n != 0 || cfg.MaxTokens <= 0 {
 		return nil, fmt.Errorf("twosided: config %+v: %w", cfg, moe.ErrBadArgument)
 	}
-	h := &Handle[T]{c: c, cfg: cfg, n: n, me: c.Rank(), nl: cfg.NumExperts / n, ew: 1 + 2*cfg.TopK,
+	h := &Handle[T]{c: c, cfg: cfg, n: n, me: c.Rank(), nl: cfg.NumExperts / n, ew: moe.EntryWords(cfg.TopK),
 		dt: collective.TypeOf[T](), sendCounts: make([]int, n), recvCounts: make([]int, n),
 		acc: make([]float32, cfg.Hidden), blocks: make([][]T, n)}
 	rows := n * cfg.MaxTokens
@@ -161,18 +160,7 @@ func (h *Handle[T]) pack(x []T, topkIdx []int32, topkWeights []float32) error {
 			copy(send[(at+run.Pos)*H:(at+run.Pos+run.N)*H], x[run.Token*H:(run.Token+run.N)*H])
 			for i := range run.N {
 				t := run.Token + i
-				e := meta[(at+run.Pos+i)*ew : (at+run.Pos+i+1)*ew]
-				e[0] = uint32(t)
-				for k := range K {
-					id, w := topkIdx[t*K+k], float32(0)
-					if id >= 0 && int(id)/L == r {
-						id, w = id%int32(L), topkWeights[t*K+k]
-					} else {
-						id = -1
-					}
-					e[1+k] = uint32(id)
-					e[1+K+k] = math.Float32bits(w)
-				}
+				moe.PutEntry(meta[(at+run.Pos+i)*ew:(at+run.Pos+i+1)*ew], t, topkIdx[t*K:(t+1)*K], topkWeights[t*K:(t+1)*K], L, r)
 			}
 		}
 		at += h.layout.NumTokensPerRank[r]
@@ -211,16 +199,7 @@ func (h *Handle[T]) build() error {
 	out.TokensPerExpert = resizeInt(out.TokensPerExpert, h.nl)
 	clear(out.TokensPerExpert)
 	for i := range total {
-		e := meta[i*ew : (i+1)*ew]
-		out.SrcIndex[i] = int32(e[0])
-		for k := range K {
-			id := int32(e[1+k])
-			out.TopkIdx[i*K+k] = id
-			out.TopkWeights[i*K+k] = math.Float32frombits(e[1+K+k])
-			if id >= 0 {
-				out.TokensPerExpert[id]++
-			}
-		}
+		out.SrcIndex[i] = moe.ReadEntry(meta[i*ew:(i+1)*ew], out.TopkIdx[i*K:(i+1)*K], out.TopkWeights[i*K:(i+1)*K], out.TokensPerExpert)
 	}
 	moe.GroupByExpert(&out.Experts, out.TopkIdx, out.TopkWeights, K, h.nl)
 	return nil
