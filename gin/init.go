@@ -23,18 +23,20 @@ const (
 )
 
 // Init builds this process's Comm from the environment set by cmd/rdmarun
-// or a scheduler: the bootstrap connects to rank 0 (protoactor-go remote
-// over gRPC) and cfg.Transport defaults to RDMACTOR_TRANSPORT. Rank, world
-// size and rank 0's address come from RDMACTOR_RANK, RDMACTOR_WORLD_SIZE
-// and RDMACTOR_BOOTSTRAP when RDMACTOR_RANK is set, else from torchrun's
-// (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), Slurm's (SLURM_PROCID,
-// SLURM_NTASKS, the step's first node with RDMACTOR_PORT), Open MPI's
-// (OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE) or PMIx's (PMIX_RANK), in
-// that order, with RDMACTOR_BOOTSTRAP overriding a scheduler's address.
-// Every rank needs the job's secret (RDMACTOR_JOB_SECRET, hex, or
-// RDMACTOR_JOB_SECRET_FILE); rdmarun makes one. Collective over the job's
-// processes. Missing or malformed variables are an error naming the
-// variable.
+// or a scheduler: the registered Bootstrap (RegisterBootstrap; importing
+// transport/rdma/std registers the usual one, which connects to rank 0 over
+// gRPC) joins the job, and cfg.Transport defaults to RDMACTOR_TRANSPORT.
+// Rank, world size and rank 0's address come from RDMACTOR_RANK,
+// RDMACTOR_WORLD_SIZE and RDMACTOR_BOOTSTRAP when RDMACTOR_RANK is set,
+// else from torchrun's (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT),
+// Slurm's (SLURM_PROCID, SLURM_NTASKS, the step's first node with
+// RDMACTOR_PORT), Open MPI's (OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE)
+// or PMIx's (PMIX_RANK), in that order, with RDMACTOR_BOOTSTRAP overriding
+// a scheduler's address. Every rank needs the job's secret
+// (RDMACTOR_JOB_SECRET, hex, or RDMACTOR_JOB_SECRET_FILE); rdmarun makes
+// one. Collective over the job's processes. Missing or malformed variables
+// are an error naming the variable; with no Bootstrap registered the error
+// names the package to import.
 func Init(ctx context.Context, cfg Config) (*Comm, error) {
 	if cfg.Transport == "" {
 		cfg.Transport = os.Getenv(EnvTransport)

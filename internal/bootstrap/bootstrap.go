@@ -3,9 +3,6 @@ package bootstrap
 import (
 	"context"
 
-	"github.com/asynkron/protoactor-go/actor"
-	"github.com/asynkron/protoactor-go/remote"
-
 	"github.com/rdmactor/rdmactor/transport/rdma"
 )
 
@@ -42,15 +39,4 @@ type Bootstrap interface {
 	// peers do not answer). Pending collectives of this rank fail with
 	// rdma.ErrClosed. Later calls return the first call's result.
 	Close() error
-}
-
-// ActorSystemer is implemented by the Bootstrap that NewRemote and FromEnv
-// return: it exposes the protoactor-go actor system and remote of the control
-// plane so the actor layer can reuse them (spawn its own actors, send to
-// other ranks). They stop working at Close.
-type ActorSystemer interface {
-	// ActorSystem is the rank's actor system.
-	ActorSystem() *actor.ActorSystem
-	// Remote is the started remote of ActorSystem.
-	Remote() *remote.Remote
 }

@@ -2,6 +2,15 @@
 // Bootstrap through which it exchanges small descriptors with the others
 // (AllGather, Barrier) and learns when a rank is lost.
 //
+// This package holds what package gin needs and nothing that carries
+// messages between processes: the interface, the in-process
+// implementation (NewLocal), the parsing of the launcher's and the
+// schedulers' environment (ConfigFromEnv), and a registry through which a
+// process-spanning implementation makes itself available (Register,
+// FromEnv), as database/sql drivers do. Package remote, imported by
+// transport/rdma/std, registers the one over protoactor-go remote (gRPC);
+// gin therefore does not depend on gRPC.
+//
 // # Usage
 //
 // A rank started by cmd/rdmarun (or a scheduler setting the same variables)
@@ -19,23 +28,9 @@
 //     never joined can no longer complete; it fails with a *rdma.PeerLostError
 //     naming that rank with reason "closed".
 //
-// # Remote implementation
-//
-// NewRemote runs the control plane on protoactor-go's remote (gRPC). Rank 0
-// listens on the bootstrap address and runs the coordinator actor
-// ("rdmactor-bootstrap"); every rank runs a rank actor ("rdmactor-rank") on an
-// address of its own. Ranks join the coordinator, which answers each join
-// (so it holds an outgoing connection to every rank) and, once all have
-// joined, tells every rank all addresses. A collective is a contribution sent
-// to the coordinator, which answers every rank once all contributions of that
-// sequence number are in. Loss is detected from the gRPC stream: when a rank
-// process dies its connections break, protoactor publishes
-// remote.EndpointTerminatedEvent, rank 0 maps the address to the rank and
-// tells the others; the other ranks watch rank 0 the same way. A rank that
-// is hung but alive is not detected.
+// Implementations keep these rules by embedding RankState, which holds a
+// rank's collectives, losses and leaves and does no I/O.
 //
 // What this package does not promise: ordering between collectives of
-// different Bootstrap values, delivery of data of a rank that is lost, or
-// detection of a hung (but connected) rank. protoactor-go logs nothing unless
-// RDMACTOR_DEBUG is set (then it logs at debug level to stderr).
+// different Bootstrap values, or delivery of data of a rank that is lost.
 package bootstrap

@@ -1,41 +1,48 @@
 package bootstrap
 
 import (
-	"context"
 	"encoding/hex"
 	"fmt"
 	"hash/fnv"
+	"net"
 	"os"
 	"strconv"
 	"strings"
 )
 
-// Environment variables FromEnv reads; cmd/rdmarun (internal/launch) sets
-// them, and so may a scheduler.
+// Environment variables ConfigFromEnv reads; cmd/rdmarun (internal/launch)
+// sets them, and so may a scheduler.
 const (
 	EnvRank      = "RDMACTOR_RANK"       // this rank, in [0, world size)
 	EnvWorldSize = "RDMACTOR_WORLD_SIZE" // number of ranks
 	EnvBootstrap = "RDMACTOR_BOOTSTRAP"  // rank 0's control endpoint, host:port
 	EnvJob       = "RDMACTOR_JOB"        // optional job name; default DefaultJob(bootstrap address)
-	// EnvSecret is the job's secret in hex (RemoteConfig.Secret), or
+	// EnvSecret is the job's secret in hex (Config.Secret), or
 	// EnvSecretFile names a file that holds it and that only its owner may
 	// read (mode 0600 or stricter).
 	EnvSecret     = "RDMACTOR_JOB_SECRET"
 	EnvSecretFile = "RDMACTOR_JOB_SECRET_FILE"
 )
 
-// FromEnv joins the job described by the environment (EnvRank, EnvWorldSize,
-// EnvBootstrap, optional EnvJob) through NewRemote. A missing or malformed
-// variable is an error naming it; other errors are NewRemote's.
-func FromEnv(ctx context.Context) (Bootstrap, error) {
-	cfg, err := ConfigFromEnv()
-	if err != nil {
-		return nil, err
-	}
-	return NewRemote(ctx, cfg)
+// Config is a rank's place in a multi-process job, as ConfigFromEnv reads
+// it from the environment; a process-spanning Bootstrap joins the job it
+// describes.
+type Config struct {
+	Rank int // this rank, in [0, Size)
+	Size int // number of ranks, >= 1
+	// Addr is rank 0's control endpoint, host:port.
+	Addr string
+	// Job names the job; "" means derived from Addr (DefaultJob).
+	Job string
+	// Secret is the job's secret, the same on every rank (at least
+	// MinSecret bytes): control messages are authenticated with it.
+	Secret []byte
 }
 
-// ConfigFromEnv returns the RemoteConfig that FromEnv uses: from
+// MinSecret is the shortest Config.Secret a Bootstrap accepts, in bytes.
+const MinSecret = 16
+
+// ConfigFromEnv returns the job the environment describes: from
 // RDMACTOR_RANK, RDMACTOR_WORLD_SIZE and RDMACTOR_BOOTSTRAP when
 // RDMACTOR_RANK is set, else from the first scheduler whose variables are
 // present (schedulerEnv: torchrun's RANK, WORLD_SIZE, MASTER_ADDR and
@@ -44,8 +51,8 @@ func FromEnv(ctx context.Context) (Bootstrap, error) {
 // RDMACTOR_BOOTSTRAP overriding the address a scheduler implies. The job
 // secret comes from RDMACTOR_JOB_SECRET or RDMACTOR_JOB_SECRET_FILE. A
 // missing or malformed variable is an error naming it.
-func ConfigFromEnv() (RemoteConfig, error) {
-	var cfg RemoteConfig
+func ConfigFromEnv() (Config, error) {
+	var cfg Config
 	var err error
 	cfg.Job = os.Getenv(EnvJob)
 	from := "rdmactor"
@@ -73,14 +80,14 @@ func ConfigFromEnv() (RemoteConfig, error) {
 	if cfg.Addr == "" {
 		return cfg, fmt.Errorf("bootstrap: %s is not set (want host:port of rank 0's control endpoint)", EnvBootstrap)
 	}
-	if _, err := (RemoteConfig{Size: 1, Addr: cfg.Addr, Job: "j", Secret: make([]byte, MinSecret)}).withDefaults(); err != nil {
+	if err := CheckAddr(cfg.Addr); err != nil {
 		return cfg, fmt.Errorf("bootstrap: %s=%q: want host:port", EnvBootstrap, cfg.Addr)
 	}
 	if cfg.Secret, err = secretFromEnv(); err != nil {
 		return cfg, err
 	}
 	if cfg.Job != "" {
-		if err := checkJob(cfg.Job); err != nil {
+		if err := CheckJob(cfg.Job); err != nil {
 			return cfg, fmt.Errorf("bootstrap: %s: %w", EnvJob, err)
 		}
 	}
@@ -107,9 +114,10 @@ func DefaultJob(addr string) string {
 	return fmt.Sprintf("j%016x", h.Sum64())
 }
 
-// checkJob accepts names of 1 to 64 characters from [A-Za-z0-9._-] that do
-// not start with a dot (they become part of file names).
-func checkJob(job string) error {
+// CheckJob accepts job names of 1 to 64 characters from [A-Za-z0-9._-]
+// that do not start with a dot (they become part of file names); otherwise
+// it returns an error naming the rule.
+func CheckJob(job string) error {
 	if job == "" || len(job) > 64 || job[0] == '.' {
 		return fmt.Errorf("job name %q: want 1 to 64 characters of [A-Za-z0-9._-], not starting with '.'", job)
 	}
@@ -118,6 +126,20 @@ func checkJob(job string) error {
 		if !ok {
 			return fmt.Errorf("job name %q: character %q not in [A-Za-z0-9._-]", job, c)
 		}
+	}
+	return nil
+}
+
+// CheckAddr accepts a control endpoint address of the form host:port, with
+// a non-empty host and a decimal port below 65536; otherwise it returns an
+// error naming addr.
+func CheckAddr(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("address %q: %w", addr, err)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil || host == "" {
+		return fmt.Errorf("address %q: want host:port", addr)
 	}
 	return nil
 }

@@ -1,11 +1,8 @@
 package bootstrap
 
 import (
-	"context"
 	"fmt"
 	"sync"
-
-	"github.com/rdmactor/rdmactor/transport/rdma"
 )
 
 // NewLocal returns the n ranks of an in-process job named job: each rank is
@@ -19,11 +16,14 @@ func NewLocal(job string, n int) []Bootstrap {
 	if n < 1 {
 		panic(fmt.Sprintf("bootstrap.NewLocal: n = %d, want >= 1", n))
 	}
-	h := &localHub{job: job, rounds: make(map[uint64]*round)}
+	h := &localHub{rounds: make(map[uint64]*Round)}
 	bs := make([]Bootstrap, n)
 	h.ranks = make([]*localRank, n)
 	for r := range n {
-		h.ranks[r] = &localRank{hub: h, st: newRankState(r, n)}
+		h.ranks[r] = &localRank{
+			RankState: NewRankState(r, n, job, func(seq uint64, data []byte) { h.contribute(r, seq, data) }),
+			hub:       h,
+		}
 		bs[r] = h.ranks[r]
 	}
 	return bs
@@ -31,98 +31,47 @@ func NewLocal(job string, n int) []Bootstrap {
 
 // localHub is what the ranks of one NewLocal job share.
 type localHub struct {
-	job   string
 	ranks []*localRank // fixed after NewLocal
 
 	mu     sync.Mutex
-	rounds map[uint64]*round // open collectives by sequence number
+	rounds map[uint64]*Round // open collectives by sequence number
 }
 
-// round gathers the contributions of one collective.
-type round struct {
-	data  [][]byte
-	have  []bool
-	count int
-}
-
-func newRound(n int) *round { return &round{data: make([][]byte, n), have: make([]bool, n)} }
-
-// add stores rank's data; it reports whether all n ranks are in.
-func (r *round) add(rank int, data []byte) bool {
-	if !r.have[rank] {
-		r.have[rank] = true
-		r.data[rank] = data
-		r.count++
-	}
-	return r.count == len(r.data)
-}
-
-type localRank struct {
-	hub       *localHub
-	st        *rankState
-	closeOnce sync.Once
-}
-
-// Rank returns this rank's world rank.
-func (b *localRank) Rank() int { return b.st.rank }
-
-// Size returns the number of ranks.
-func (b *localRank) Size() int { return b.st.size }
-
-// Job returns the job name given to NewLocal.
-func (b *localRank) Job() string { return b.hub.job }
-
-// AllGather: see Bootstrap.
-func (b *localRank) AllGather(ctx context.Context, data []byte) ([][]byte, error) {
-	b.st.coll.Lock()
-	defer b.st.coll.Unlock()
-	seq, ch, err := b.st.begin()
-	if err != nil {
-		return nil, fmt.Errorf("bootstrap: allgather: %w", err)
-	}
-	h := b.hub
+// contribute adds rank's data to collective seq and, when it is the last,
+// delivers every rank its own copy of the result.
+func (h *localHub) contribute(rank int, seq uint64, data []byte) {
 	h.mu.Lock()
 	rd := h.rounds[seq]
 	if rd == nil {
-		rd = newRound(len(h.ranks))
+		rd = NewRound(len(h.ranks))
 		h.rounds[seq] = rd
 	}
-	done := rd.add(b.st.rank, clone(data))
+	done := rd.Add(rank, clone(data))
 	if done {
 		delete(h.rounds, seq)
 	}
 	h.mu.Unlock()
 	if done {
 		for _, p := range h.ranks {
-			p.st.deliver(seq, cloneAll(rd.data))
+			p.Deliver(seq, cloneAll(rd.Data()))
 		}
 	}
-	res, err := b.st.wait(ctx, seq, ch)
-	if err != nil {
-		return nil, fmt.Errorf("bootstrap: allgather: %w", err)
-	}
-	return res, nil
 }
 
-// Barrier: see Bootstrap.
-func (b *localRank) Barrier(ctx context.Context) error {
-	_, err := b.AllGather(ctx, nil)
-	return err
+// localRank is one rank of a NewLocal job: the shared RankState plus Close.
+type localRank struct {
+	*RankState
+	hub       *localHub
+	closeOnce sync.Once
 }
-
-// OnLost: see Bootstrap.
-func (b *localRank) OnLost(f func(*rdma.PeerLostError)) { b.st.OnLost(f) }
-
-// Err: see Bootstrap.
-func (b *localRank) Err() error { return b.st.Err() }
 
 // Close leaves the job; it never fails.
 func (b *localRank) Close() error {
 	b.closeOnce.Do(func() {
-		at := b.st.close()
+		at := b.Leave()
 		for _, p := range b.hub.ranks {
 			if p != b {
-				p.st.noteLeft(b.st.rank, at)
+				p.NoteLeft(b.Rank(), at)
 			}
 		}
 	})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rdmactor/rdmactor/internal/bootstrap"
+	"github.com/rdmactor/rdmactor/internal/bootstrap/bootstraptest"
 	"github.com/rdmactor/rdmactor/transport/rdma"
 )
 
@@ -23,46 +24,6 @@ func eachRank(bs []bootstrap.Bootstrap, f func(b bootstrap.Bootstrap) error) []e
 	return errs
 }
 
-// rankData is rank r's data in round i: sizes vary with r and i, some are empty.
-func rankData(r, i int) []byte {
-	if (r+i)%5 == 0 {
-		return nil
-	}
-	b := make([]byte, (r*7+i*13)%300+1)
-	for k := range b {
-		b[k] = byte(r*31 + i + k)
-	}
-	return b
-}
-
-// checkGathered checks AllGather's result of round i against rankData.
-func checkGathered(all [][]byte, n, i int) error {
-	if len(all) != n {
-		return fmt.Errorf("round %d: %d entries, want %d", i, len(all), n)
-	}
-	for r, got := range all {
-		if want := rankData(r, i); string(got) != string(want) {
-			return fmt.Errorf("round %d: rank %d's data is %d bytes %x..., want %d bytes", i, r, len(got), got[:min(len(got), 4)], len(want))
-		}
-	}
-	return nil
-}
-
-// allGatherRounds runs rounds AllGathers of rankData and a Barrier on b.
-func allGatherRounds(ctx context.Context, b bootstrap.Bootstrap, rounds int) error {
-	for i := range rounds {
-		all, err := b.AllGather(ctx, rankData(b.Rank(), i))
-		if err != nil {
-			return err
-		}
-		if err := checkGathered(all, b.Size(), i); err != nil {
-			return err
-		}
-		all[b.Rank()] = []byte("scribble") // results are the caller's own
-	}
-	return b.Barrier(ctx)
-}
-
 func TestLocalAllGather(t *testing.T) {
 	bs := bootstrap.NewLocal("t1", 4)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -71,7 +32,7 @@ func TestLocalAllGather(t *testing.T) {
 		if b.Job() != "t1" || b.Size() != 4 {
 			return fmt.Errorf("job %q size %d", b.Job(), b.Size())
 		}
-		return allGatherRounds(ctx, b, 100)
+		return bootstraptest.AllGatherRounds(ctx, b, 100)
 	}) {
 		if err != nil {
 			t.Errorf("rank %d: %v", r, err)

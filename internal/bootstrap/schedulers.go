@@ -36,7 +36,7 @@ const DefaultPort = 29400
 // schedulerEnv fills rank, size, address and job from the first
 // scheduler whose variables are present, and names it; "" when none is.
 // RDMACTOR_BOOTSTRAP, when set, overrides the address a scheduler implies.
-func schedulerEnv(cfg *RemoteConfig) (string, error) {
+func schedulerEnv(cfg *Config) (string, error) {
 	get := os.Getenv
 	addr := get(EnvBootstrap)
 	switch {
@@ -80,7 +80,7 @@ func schedulerEnv(cfg *RemoteConfig) (string, error) {
 }
 
 // fill sets cfg from the named rank and size variables and addr.
-func fill(cfg *RemoteConfig, rankVar, sizeVar, addr, job string) error {
+func fill(cfg *Config, rankVar, sizeVar, addr, job string) error {
 	var err error
 	if cfg.Size, err = envInt(sizeVar); err != nil {
 		return err

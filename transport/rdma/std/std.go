@@ -1,9 +1,11 @@
-// Package std registers the usual rdma providers: shm (the default, pure
+// Package std registers the usual rdma providers, shm (the default, pure
 // Go) and ofi (libfabric; without the ofi build tag a stub that tells
-// RDMACTOR_TRANSPORT=ofi users to build with it). gin chooses no provider
-// itself, as database/sql chooses no driver: a program that uses gin
-// directly imports this package, or the providers it wants, for their
-// side effect of registering:
+// RDMACTOR_TRANSPORT=ofi users to build with it), and the usual
+// multi-process bootstrap that gin.Init joins a job with (protoactor-go
+// remote over gRPC). gin chooses neither itself, as database/sql chooses
+// no driver: a program that uses gin directly imports this package for
+// its side effect of registering them (a program that runs no
+// multi-process job may import only the providers it wants):
 //
 //	import _ "github.com/rdmactor/rdmactor/transport/rdma/std"
 //
@@ -11,6 +13,7 @@
 package std
 
 import (
-	_ "github.com/rdmactor/rdmactor/transport/rdma/ofi" // libfabric (build tag ofi; a stub that says so otherwise)
-	_ "github.com/rdmactor/rdmactor/transport/rdma/shm" // the default provider
+	_ "github.com/rdmactor/rdmactor/internal/bootstrap/remote" // gin.Init's bootstrap: protoactor-go remote (gRPC)
+	_ "github.com/rdmactor/rdmactor/transport/rdma/ofi"        // libfabric (build tag ofi; a stub that says so otherwise)
+	_ "github.com/rdmactor/rdmactor/transport/rdma/shm"        // the default provider
 )

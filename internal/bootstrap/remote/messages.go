@@ -1,4 +1,4 @@
-package bootstrap
+package remote
 
 // Messages of the remote control plane. On the wire each is a
 // wrapperspb.BytesValue (a protobuf type protoactor-go's serializer finds in

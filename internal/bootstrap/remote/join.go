@@ -1,4 +1,4 @@
-package bootstrap
+package remote
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/asynkron/protoactor-go/remote"
+	protoremote "github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
@@ -22,13 +22,13 @@ import (
 func (b *remoteBootstrap) start() error {
 	b.system = actor.NewActorSystem(actor.WithLoggerFactory(newLogger))
 	host, port := b.cfg.Host, 0
-	var opts []remote.ConfigOption
+	var opts []protoremote.ConfigOption
 	if b.cfg.Rank == 0 {
 		h, p, _ := net.SplitHostPort(b.cfg.Addr)
 		host = h
 		port, _ = strconv.Atoi(p)
 		// Peers name rank 0 by Addr exactly: advertise it so their PIDs are local here.
-		opts = append(opts, remote.WithAdvertisedHost(b.cfg.Addr))
+		opts = append(opts, protoremote.WithAdvertisedHost(b.cfg.Addr))
 	}
 	server := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(math.MaxInt32),
@@ -44,13 +44,13 @@ func (b *remoteBootstrap) start() error {
 		server = append(server, grpc.Creds(creds))
 	}
 	opts = append(opts,
-		remote.WithServerOptions(server...),
-		remote.WithDialOptions(
+		protoremote.WithServerOptions(server...),
+		protoremote.WithDialOptions(
 			grpc.WithTransportCredentials(creds),
 			grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: keepaliveTime, Timeout: keepaliveTime, PermitWithoutStream: true}),
 		),
 	)
-	r := remote.NewRemote(b.system, remote.Configure(host, port, opts...))
+	r := protoremote.NewRemote(b.system, protoremote.Configure(host, port, opts...))
 	if err := startRemote(r); err != nil {
 		return fmt.Errorf("bootstrap: rank %d: start control endpoint on %s: %w", b.cfg.Rank, net.JoinHostPort(host, strconv.Itoa(port)), err)
 	}
@@ -70,7 +70,7 @@ func (b *remoteBootstrap) start() error {
 }
 
 // startRemote starts r, turning its panic (listen failure) into an error.
-func startRemote(r *remote.Remote) (err error) {
+func startRemote(r *protoremote.Remote) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("%v", p)
@@ -92,7 +92,7 @@ func (b *remoteBootstrap) spawn(name string, a actor.Actor) error {
 // onEvent runs in the publisher's goroutine: forward lost connections to the
 // actor that handles them.
 func (b *remoteBootstrap) onEvent(evt any) {
-	e, ok := evt.(*remote.EndpointTerminatedEvent)
+	e, ok := evt.(*protoremote.EndpointTerminatedEvent)
 	if !ok {
 		return
 	}
@@ -127,8 +127,8 @@ func (b *remoteBootstrap) join(ctx context.Context) error {
 	select {
 	case <-b.welcomed.c:
 		return nil
-	case <-b.st.lostC:
-		return b.st.Err()
+	case <-b.Lost():
+		return b.Err()
 	case <-ctx.Done():
 		if b.coord != nil {
 			return fmt.Errorf("%s did not join: %w", rankList(b.coord.missing()), ctx.Err())
@@ -168,9 +168,9 @@ func (b *remoteBootstrap) rank0Down() {
 	case closing:
 	case left:
 		// The coordinator is gone: no collective can complete any more.
-		b.st.noteLeft(0, 0)
+		b.NoteLeft(0, 0)
 	default:
-		b.st.lose(&rdma.PeerLostError{Rank: 0, Reason: reasonConnClosed})
+		b.Lose(&rdma.PeerLostError{Rank: 0, Reason: reasonConnClosed})
 	}
 }
 

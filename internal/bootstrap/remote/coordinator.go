@@ -1,4 +1,4 @@
-package bootstrap
+package remote
 
 import (
 	"log/slog"
@@ -6,6 +6,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/rdmactor/rdmactor/internal/bootstrap"
 )
 
 // Actor names of the remote control plane.
@@ -22,6 +24,23 @@ const reasonConnClosed = "control connection closed"
 // remote.EndpointTerminatedEvent for addr: the connection to it is gone.
 type endpointDown struct{ addr string }
 
+// receive opens the sealed control message ctx holds, for the actor named
+// who. ok is false for any other message and for a refused one, which is
+// logged (RDMACTOR_DEBUG) and dropped: it is an outsider's or a replay,
+// nothing an actor acts on.
+func (s *sealer) receive(ctx actor.Context, who string) (k kind, v any, ok bool) {
+	m, sealed := ctx.Message().(*wrapperspb.BytesValue)
+	if !sealed {
+		return 0, nil, false
+	}
+	k, _, v, err := s.open(m)
+	if err != nil {
+		ctx.Logger().Warn(who, slog.Any("error", err))
+		return 0, nil, false
+	}
+	return k, v, true
+}
+
 // coordinator is rank 0's actor: it admits ranks, completes collectives and
 // reports losses and leaves. Its fields are used only by Receive (one message
 // at a time), except addrs, which is written under mu.
@@ -31,7 +50,7 @@ type coordinator struct {
 	byAddr    map[string]int
 	joined    int
 	welcomed  bool
-	rounds    map[uint64]*round
+	rounds    map[uint64]*bootstrap.Round
 	left      []bool // said leaving
 	lost      []bool // reported lost
 	leftAcked []bool // acknowledged rank 0's leaving
@@ -49,7 +68,7 @@ func newCoordinator(n int, seal *sealer) *coordinator {
 		n:         n,
 		seal:      seal,
 		byAddr:    make(map[string]int),
-		rounds:    make(map[uint64]*round),
+		rounds:    make(map[uint64]*bootstrap.Round),
 		left:      make([]bool, n),
 		lost:      make([]bool, n),
 		leftAcked: make([]bool, n),
@@ -73,27 +92,7 @@ func (c *coordinator) missing() []int {
 
 // Receive handles control messages and endpointDown.
 func (c *coordinator) Receive(ctx actor.Context) {
-	switch m := ctx.Message().(type) {
-	case *wrapperspb.BytesValue:
-		k, _, v, err := c.seal.open(m)
-		if err != nil {
-			ctx.Logger().Warn("bootstrap coordinator", slog.Any("error", err))
-			return
-		}
-		switch k {
-		case kindJoin:
-			c.join(ctx, v.(*join))
-		case kindContrib:
-			c.contrib(ctx, v.(*contrib))
-		case kindLeaving:
-			c.leaving(ctx, v.(*leaving))
-		case kindLeftAck:
-			if r := v.(*ack).Rank; c.valid(r) {
-				c.leftAcked[r] = true
-				c.checkDrained()
-			}
-		}
-	case *endpointDown:
+	if m, ok := ctx.Message().(*endpointDown); ok {
 		r, ok := c.byAddr[m.addr]
 		if !ok || r == 0 || c.left[r] || c.lost[r] {
 			return
@@ -101,6 +100,24 @@ func (c *coordinator) Receive(ctx actor.Context) {
 		c.lost[r] = true
 		c.broadcast(ctx, kindLost, &lost{Rank: r, Reason: reasonConnClosed})
 		c.checkDrained()
+		return
+	}
+	k, v, ok := c.seal.receive(ctx, "bootstrap coordinator")
+	if !ok {
+		return
+	}
+	switch k {
+	case kindJoin:
+		c.join(ctx, v.(*join))
+	case kindContrib:
+		c.contrib(ctx, v.(*contrib))
+	case kindLeaving:
+		c.leaving(ctx, v.(*leaving))
+	case kindLeftAck:
+		if r := v.(*ack).Rank; c.valid(r) {
+			c.leftAcked[r] = true
+			c.checkDrained()
+		}
 	}
 }
 
@@ -144,12 +161,12 @@ func (c *coordinator) contrib(ctx actor.Context, m *contrib) {
 	}
 	rd := c.rounds[m.Seq]
 	if rd == nil {
-		rd = newRound(c.n)
+		rd = bootstrap.NewRound(c.n)
 		c.rounds[m.Seq] = rd
 	}
-	if rd.add(m.Rank, m.Data) {
+	if rd.Add(m.Rank, m.Data) {
 		delete(c.rounds, m.Seq)
-		c.broadcast(ctx, kindGathered, &gathered{Seq: m.Seq, Data: rd.data})
+		c.broadcast(ctx, kindGathered, &gathered{Seq: m.Seq, Data: rd.Data()})
 	}
 }
 

@@ -1,4 +1,4 @@
-package bootstrap
+package remote
 
 import (
 	"bytes"
@@ -21,7 +21,7 @@ import (
 const EnvControlTLS = "RDMACTOR_CONTROL_TLS"
 
 // wantTLS reports whether the control plane of cfg is encrypted.
-func wantTLS(cfg RemoteConfig) bool {
+func wantTLS(cfg Config) bool {
 	if os.Getenv(EnvControlTLS) == "1" {
 		return true
 	}

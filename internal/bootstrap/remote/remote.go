@@ -1,4 +1,4 @@
-package bootstrap
+package remote
 
 import (
 	"context"
@@ -9,15 +9,43 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/eventstream"
-	"github.com/asynkron/protoactor-go/remote"
+	protoremote "github.com/asynkron/protoactor-go/remote"
 
-	"github.com/rdmactor/rdmactor/transport/rdma"
+	"github.com/rdmactor/rdmactor/internal/bootstrap"
 )
+
+// Name is the name this package registers its Bootstrap under
+// (bootstrap.Register), for gin.Init and bootstrap.FromEnv.
+const Name = "protoactor-remote"
+
+func init() { bootstrap.Register(Name, FromEnv) }
+
+// FromEnv joins the job described by the environment
+// (bootstrap.ConfigFromEnv) through New. A missing or malformed variable is
+// an error naming it; other errors are New's.
+func FromEnv(ctx context.Context) (bootstrap.Bootstrap, error) {
+	cfg, err := bootstrap.ConfigFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	return New(ctx, Config{Config: cfg})
+}
+
+// ActorSystemer is implemented by the Bootstrap that New and FromEnv
+// return: it exposes the protoactor-go actor system and remote of the
+// control plane so that other layers can reuse them (spawn their own
+// actors, send to other ranks). They stop working at Close.
+type ActorSystemer interface {
+	// ActorSystem is the rank's actor system.
+	ActorSystem() *actor.ActorSystem
+	// Remote is the started remote of ActorSystem.
+	Remote() *protoremote.Remote
+}
 
 // Timeouts of the remote control plane.
 const (
-	// DefaultConnectTimeout bounds NewRemote's wait for all ranks to join
-	// when RemoteConfig.ConnectTimeout is 0.
+	// DefaultConnectTimeout bounds New's wait for all ranks to join when
+	// Config.ConnectTimeout is 0.
 	DefaultConnectTimeout = 60 * time.Second
 
 	joinRetry     = 500 * time.Millisecond // resend join until acknowledged
@@ -27,12 +55,13 @@ const (
 	keepaliveTime = 10 * time.Second       // gRPC pings on idle connections (dead hosts)
 )
 
-// remoteBootstrap is the Bootstrap of NewRemote.
+// remoteBootstrap is the Bootstrap of New: the shared RankState, carried by
+// protoactor-go remote.
 type remoteBootstrap struct {
-	cfg    RemoteConfig
-	st     *rankState
+	*bootstrap.RankState
+	cfg    Config
 	system *actor.ActorSystem
-	remote *remote.Remote
+	remote *protoremote.Remote
 	sub    *eventstream.Subscription
 
 	coordPID *actor.PID   // rank 0's coordinator
@@ -58,18 +87,18 @@ type remoteBootstrap struct {
 
 var _ ActorSystemer = (*remoteBootstrap)(nil)
 
-// NewRemote joins the job described by cfg over protoactor-go remote (see
+// New joins the job described by cfg over protoactor-go remote (see
 // the package doc) and returns once every rank has joined. ctx and
 // cfg.ConnectTimeout bound only the join. It returns an error when cfg is
 // invalid, when rank 0 cannot listen on cfg.Addr, when the join times out
 // (naming the missing ranks on rank 0), or a *rdma.PeerLostError when a
 // rank is lost during the join.
 //
-// Run one NewRemote per process (a rank per process): protoactor-go's
+// Run one New per process (a rank per process): protoactor-go's
 // Remote.Start replaces grpc's global logger (grpclog.SetLoggerV2), which the
 // race detector reports as a race with any other remote of the process that
-// has traffic. Ranks as goroutines of one process use NewLocal.
-func NewRemote(ctx context.Context, cfg RemoteConfig) (Bootstrap, error) {
+// has traffic. Ranks as goroutines of one process use bootstrap.NewLocal.
+func New(ctx context.Context, cfg Config) (bootstrap.Bootstrap, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -77,13 +106,13 @@ func NewRemote(ctx context.Context, cfg RemoteConfig) (Bootstrap, error) {
 	b := &remoteBootstrap{
 		key:        sealKey(cfg.Secret, cfg.Job),
 		cfg:        cfg,
-		st:         newRankState(cfg.Rank, cfg.Size),
 		joined:     newSignal(),
 		welcomed:   newSignal(),
 		leaveAcked: newSignal(),
 		rank0Gone:  newSignal(),
 		coordPID:   actor.NewPID(cfg.Addr, coordinatorName),
 	}
+	b.RankState = bootstrap.NewRankState(cfg.Rank, cfg.Size, cfg.Job, b.contribute)
 	b.out, b.in = newSealer(b.key, cfg.Rank, &b.ctr), newSealer(b.key, cfg.Rank, &b.ctr)
 	if err := b.start(); err != nil {
 		b.shutdown()
@@ -96,20 +125,11 @@ func NewRemote(ctx context.Context, cfg RemoteConfig) (Bootstrap, error) {
 	return b, nil
 }
 
-// Rank returns this rank's world rank.
-func (b *remoteBootstrap) Rank() int { return b.cfg.Rank }
-
-// Size returns the number of ranks.
-func (b *remoteBootstrap) Size() int { return b.cfg.Size }
-
-// Job returns the job name.
-func (b *remoteBootstrap) Job() string { return b.cfg.Job }
-
 // ActorSystem returns the control plane's actor system.
 func (b *remoteBootstrap) ActorSystem() *actor.ActorSystem { return b.system }
 
 // Remote returns the control plane's started remote.
-func (b *remoteBootstrap) Remote() *remote.Remote { return b.remote }
+func (b *remoteBootstrap) Remote() *protoremote.Remote { return b.remote }
 
 // Addrs returns every rank's control address, indexed by rank.
 func (b *remoteBootstrap) Addrs() []string {
@@ -118,30 +138,7 @@ func (b *remoteBootstrap) Addrs() []string {
 	return append([]string(nil), b.addrs...)
 }
 
-// AllGather: see Bootstrap.
-func (b *remoteBootstrap) AllGather(ctx context.Context, data []byte) ([][]byte, error) {
-	b.st.coll.Lock()
-	defer b.st.coll.Unlock()
-	seq, ch, err := b.st.begin()
-	if err != nil {
-		return nil, fmt.Errorf("bootstrap: allgather: %w", err)
-	}
+// contribute sends this rank's data for collective seq to the coordinator.
+func (b *remoteBootstrap) contribute(seq uint64, data []byte) {
 	b.system.Root.Send(b.coordPID, b.out.seal(kindContrib, &contrib{Seq: seq, Rank: b.cfg.Rank, Data: data}))
-	res, err := b.st.wait(ctx, seq, ch)
-	if err != nil {
-		return nil, fmt.Errorf("bootstrap: allgather: %w", err)
-	}
-	return res, nil
 }
-
-// Barrier: see Bootstrap.
-func (b *remoteBootstrap) Barrier(ctx context.Context) error {
-	_, err := b.AllGather(ctx, nil)
-	return err
-}
-
-// OnLost: see Bootstrap.
-func (b *remoteBootstrap) OnLost(f func(*rdma.PeerLostError)) { b.st.OnLost(f) }
-
-// Err: see Bootstrap.
-func (b *remoteBootstrap) Err() error { return b.st.Err() }

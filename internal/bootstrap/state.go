@@ -12,13 +12,19 @@ import (
 // collective it had to join.
 const reasonClosed = "closed"
 
-// rankState is what one rank knows, shared by the local and the remote
-// implementation: its collectives in flight, the losses seen, the ranks that
-// left, and the OnLost callbacks. It does no I/O.
+// RankState is what one rank knows, whatever carries its control messages:
+// its collectives in flight, the losses seen, the ranks that left, and the
+// OnLost callbacks. It does no I/O. A Bootstrap embeds it for every method
+// but Close, gives it the function that sends a contribution, and feeds it
+// what arrives (Deliver, Lose, NoteLeft); NewLocal's and package remote's
+// share it so that both keep the semantics the Bootstrap docs promise. Its
+// methods are safe for concurrent use.
 //
 // Lock order: coll -> mu. Callbacks run without mu, in the callback goroutine.
-type rankState struct {
+type RankState struct {
 	rank, size int
+	job        string
+	contribute func(seq uint64, data []byte)
 
 	coll sync.Mutex // serializes this rank's collectives (held for a whole collective)
 
@@ -45,20 +51,60 @@ type lostCall struct {
 	e *rdma.PeerLostError
 }
 
-func newRankState(rank, size int) *rankState {
-	return &rankState{
-		rank:    rank,
-		size:    size,
-		waiters: make(map[uint64]chan gatherResult),
-		leftAt:  make(map[int]uint64),
-		lostC:   make(chan struct{}),
+// NewRankState returns the state of rank in a job of size ranks named job.
+// contribute sends this rank's data for collective seq to whatever completes
+// it; it is called with this rank's collectives serialized, and the result
+// comes back through Deliver (the data is the caller's, read only).
+func NewRankState(rank, size int, job string, contribute func(seq uint64, data []byte)) *RankState {
+	return &RankState{
+		rank:       rank,
+		size:       size,
+		job:        job,
+		contribute: contribute,
+		waiters:    make(map[uint64]chan gatherResult),
+		leftAt:     make(map[int]uint64),
+		lostC:      make(chan struct{}),
 	}
 }
+
+// Rank returns this rank's world rank.
+func (s *RankState) Rank() int { return s.rank }
+
+// Size returns the number of ranks.
+func (s *RankState) Size() int { return s.size }
+
+// Job returns the job name.
+func (s *RankState) Job() string { return s.job }
+
+// AllGather: see Bootstrap.
+func (s *RankState) AllGather(ctx context.Context, data []byte) ([][]byte, error) {
+	s.coll.Lock()
+	defer s.coll.Unlock()
+	seq, ch, err := s.begin()
+	if err != nil {
+		return nil, fmt.Errorf("bootstrap: allgather: %w", err)
+	}
+	s.contribute(seq, data)
+	res, err := s.wait(ctx, seq, ch)
+	if err != nil {
+		return nil, fmt.Errorf("bootstrap: allgather: %w", err)
+	}
+	return res, nil
+}
+
+// Barrier: see Bootstrap.
+func (s *RankState) Barrier(ctx context.Context) error {
+	_, err := s.AllGather(ctx, nil)
+	return err
+}
+
+// Lost returns a channel that is closed at the first loss (Err).
+func (s *RankState) Lost() <-chan struct{} { return s.lostC }
 
 // begin starts a collective: it returns its sequence number and the channel
 // its result arrives on, or the error that ends it at once (closed, a rank
 // lost, or a rank that left before this sequence number). Caller holds coll.
-func (s *rankState) begin() (uint64, chan gatherResult, error) {
+func (s *RankState) begin() (uint64, chan gatherResult, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -74,7 +120,7 @@ func (s *rankState) begin() (uint64, chan gatherResult, error) {
 	for r, at := range s.leftAt {
 		if seq > at {
 			s.mu.Unlock()
-			s.lose(&rdma.PeerLostError{Rank: r, Reason: reasonClosed})
+			s.Lose(&rdma.PeerLostError{Rank: r, Reason: reasonClosed})
 			return 0, nil, s.Err()
 		}
 	}
@@ -85,7 +131,7 @@ func (s *rankState) begin() (uint64, chan gatherResult, error) {
 }
 
 // wait waits for the result of collective seq or for ctx to end.
-func (s *rankState) wait(ctx context.Context, seq uint64, ch chan gatherResult) ([][]byte, error) {
+func (s *RankState) wait(ctx context.Context, seq uint64, ch chan gatherResult) ([][]byte, error) {
 	select {
 	case r := <-ch:
 		return r.data, r.err
@@ -102,8 +148,9 @@ func (s *rankState) wait(ctx context.Context, seq uint64, ch chan gatherResult) 
 	}
 }
 
-// deliver hands the result of collective seq to its waiter, if any still waits.
-func (s *rankState) deliver(seq uint64, data [][]byte) {
+// Deliver hands the result of collective seq, all ranks' data by rank, to
+// its waiter, if one still waits.
+func (s *RankState) Deliver(seq uint64, data [][]byte) {
 	s.mu.Lock()
 	ch := s.waiters[seq]
 	delete(s.waiters, seq)
@@ -113,10 +160,10 @@ func (s *rankState) deliver(seq uint64, data [][]byte) {
 	}
 }
 
-// lose records that e.Rank is lost (once per rank), fails every pending
+// Lose records that e.Rank is lost (once per rank), fails every pending
 // collective with the first loss and queues the OnLost callbacks. It does
-// nothing after close.
-func (s *rankState) lose(e *rdma.PeerLostError) {
+// nothing after Leave.
+func (s *RankState) Lose(e *rdma.PeerLostError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -137,10 +184,10 @@ func (s *rankState) lose(e *rdma.PeerLostError) {
 	}
 }
 
-// noteLeft records that rank left after joining collective at (its last);
+// NoteLeft records that rank left after joining collective at (its last);
 // pending collectives after at can no longer complete and fail with a loss
 // of that rank, reason "closed".
-func (s *rankState) noteLeft(rank int, at uint64) {
+func (s *RankState) NoteLeft(rank int, at uint64) {
 	s.mu.Lock()
 	s.leftAt[rank] = at
 	blocked := false
@@ -151,13 +198,14 @@ func (s *rankState) noteLeft(rank int, at uint64) {
 	}
 	s.mu.Unlock()
 	if blocked {
-		s.lose(&rdma.PeerLostError{Rank: rank, Reason: reasonClosed})
+		s.Lose(&rdma.PeerLostError{Rank: rank, Reason: reasonClosed})
 	}
 }
 
-// close marks the rank closed, fails pending collectives with rdma.ErrClosed
-// and returns the sequence number of the last collective this rank joined.
-func (s *rankState) close() uint64 {
+// Leave marks the rank closed, fails pending collectives with
+// rdma.ErrClosed and returns the sequence number of the last collective this
+// rank joined (what the others need to tell a clean leave from a loss).
+func (s *RankState) Leave() uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.closed {
@@ -168,7 +216,7 @@ func (s *rankState) close() uint64 {
 }
 
 // failLocked ends every pending collective with err. Lock must be held.
-func (s *rankState) failLocked(err error) {
+func (s *RankState) failLocked(err error) {
 	for seq, ch := range s.waiters {
 		ch <- gatherResult{err: err}
 		delete(s.waiters, seq)
@@ -176,7 +224,7 @@ func (s *rankState) failLocked(err error) {
 }
 
 // Err returns the first loss seen, or nil.
-func (s *rankState) Err() error {
+func (s *RankState) Err() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.lost) == 0 {
@@ -186,7 +234,7 @@ func (s *rankState) Err() error {
 }
 
 // OnLost registers f and queues it for the losses already seen.
-func (s *rankState) OnLost(f func(*rdma.PeerLostError)) {
+func (s *RankState) OnLost(f func(*rdma.PeerLostError)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -200,7 +248,7 @@ func (s *rankState) OnLost(f func(*rdma.PeerLostError)) {
 
 // queueLocked queues a callback and starts the goroutine that runs the queue
 // if none runs. Lock must be held.
-func (s *rankState) queueLocked(c lostCall) {
+func (s *RankState) queueLocked(c lostCall) {
 	s.queue = append(s.queue, c)
 	if !s.queueBusy {
 		s.queueBusy = true
@@ -210,7 +258,7 @@ func (s *rankState) queueLocked(c lostCall) {
 
 // runQueue runs queued callbacks one at a time, without the lock, until the
 // queue is empty.
-func (s *rankState) runQueue() {
+func (s *RankState) runQueue() {
 	for {
 		s.mu.Lock()
 		if len(s.queue) == 0 || s.closed {
@@ -225,3 +273,28 @@ func (s *rankState) runQueue() {
 		c.f(c.e)
 	}
 }
+
+// Round gathers the contributions of one collective, by rank.
+type Round struct {
+	data  [][]byte
+	have  []bool
+	count int
+}
+
+// NewRound returns an empty round of n ranks.
+func NewRound(n int) *Round { return &Round{data: make([][]byte, n), have: make([]bool, n)} }
+
+// Add stores rank's data (a second contribution of one rank is ignored) and
+// reports whether all ranks are in.
+func (r *Round) Add(rank int, data []byte) bool {
+	if !r.have[rank] {
+		r.have[rank] = true
+		r.data[rank] = data
+		r.count++
+	}
+	return r.count == len(r.data)
+}
+
+// Data returns the contributions by rank; an entry is nil where that rank
+// gave no data.
+func (r *Round) Data() [][]byte { return r.data }

@@ -1,4 +1,4 @@
-package bootstrap_test
+package remote_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/rdmactor/rdmactor/internal/bootstrap"
+	"github.com/rdmactor/rdmactor/internal/bootstrap/remote"
 	"github.com/rdmactor/rdmactor/internal/testutils"
 )
 
@@ -53,7 +54,7 @@ func roleIntruded() error {
 	}
 	defer b.Close()
 	if b.Rank() == 3 {
-		sys := b.(bootstrap.ActorSystemer).ActorSystem()
+		sys := b.(remote.ActorSystemer).ActorSystem()
 		coord := actor.NewPID(os.Getenv(bootstrap.EnvBootstrap), "rdmactor-bootstrap")
 		for _, m := range []*wrapperspb.BytesValue{
 			forge(6, 0, 1<<40, map[string]any{"r": 1, "w": "forged loss"}),       // kindLost

@@ -1,9 +1,9 @@
-package bootstrap
+package remote
 
 import (
 	"time"
 
-	"github.com/asynkron/protoactor-go/remote"
+	protoremote "github.com/asynkron/protoactor-go/remote"
 )
 
 // Close says this rank leaves, waits (bounded) until the coordinator knows
@@ -15,7 +15,7 @@ func (b *remoteBootstrap) Close() error {
 }
 
 func (b *remoteBootstrap) close() error {
-	at := b.st.close()
+	at := b.Leave()
 	b.mu.Lock()
 	b.closing = true
 	b.mu.Unlock()
@@ -64,7 +64,7 @@ func (b *remoteBootstrap) shutdown() {
 		self := b.system.Address()
 		for _, a := range append(b.Addrs(), b.cfg.Addr) {
 			if a != "" && a != self {
-				b.system.EventStream.Publish(&remote.EndpointTerminatedEvent{Address: a})
+				b.system.EventStream.Publish(&protoremote.EndpointTerminatedEvent{Address: a})
 			}
 		}
 		b.remote.Shutdown(false)

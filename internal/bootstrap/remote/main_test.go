@@ -1,4 +1,4 @@
-package bootstrap_test
+package remote_test
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/rdmactor/rdmactor/internal/bootstrap"
+	"github.com/rdmactor/rdmactor/internal/bootstrap/bootstraptest"
+	"github.com/rdmactor/rdmactor/internal/bootstrap/remote"
 	"github.com/rdmactor/rdmactor/internal/testutils"
 	"github.com/rdmactor/rdmactor/transport/rdma"
 )
@@ -37,11 +39,11 @@ func roleAllGather() error {
 	if err != nil {
 		return err
 	}
-	if as, ok := b.(bootstrap.ActorSystemer); !ok || as.ActorSystem() == nil || as.Remote() == nil {
+	if as, ok := b.(remote.ActorSystemer); !ok || as.ActorSystem() == nil || as.Remote() == nil {
 		return errors.New("FromEnv's Bootstrap is not an ActorSystemer")
 	}
 	t0 := time.Now()
-	if err := allGatherRounds(ctx, b, 50); err != nil {
+	if err := bootstraptest.AllGatherRounds(ctx, b, 50); err != nil {
 		return err
 	}
 	t1 := time.Now()

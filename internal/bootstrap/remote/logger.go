@@ -1,4 +1,4 @@
-package bootstrap
+package remote
 
 import (
 	"log/slog"
