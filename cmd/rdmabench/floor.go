@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rdmactor/rdmactor/internal/memword"
+	"github.com/rdmactor/rdmactor/internal/tmpfs"
 )
 
 // floor is the physical floor of a put with a signal: one file in /dev/shm
@@ -39,7 +40,7 @@ const pageSize = 4096
 func roundPage(n int) int { return (n + pageSize - 1) / pageSize * pageSize }
 
 func floorPath(id uint64) string {
-	return filepath.Join(shmDir(), fmt.Sprintf("rdmabench-%016x-floor", id))
+	return filepath.Join(tmpfs.Dir(), fmt.Sprintf("rdmabench-%016x-floor", id))
 }
 
 // mapFloor maps the floor file for blocks of up to span bytes; create is

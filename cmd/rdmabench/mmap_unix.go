@@ -13,15 +13,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// shmDir is where the floor's file lives: /dev/shm (tmpfs), else the
-// temporary directory.
-func shmDir() string {
-	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
-		return "/dev/shm"
-	}
-	return os.TempDir()
-}
-
 // mapShared maps n bytes of the file at path read-write and shared. With
 // create, the file is created exclusively (a stale one of the same name is
 // removed first) and sized to n bytes of zeros.

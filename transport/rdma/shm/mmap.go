@@ -34,16 +34,12 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/rdmactor/rdmactor/internal/tmpfs"
 )
 
-// shmDir is where exported regions' files live: /dev/shm (tmpfs, never
-// written back to disk), else os.TempDir().
-func shmDir() string {
-	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
-		return "/dev/shm"
-	}
-	return os.TempDir()
-}
+// shmDir is where exported regions' files live (tmpfs.Dir).
+func shmDir() string { return tmpfs.Dir() }
 
 // bellBytes is the doorbell's line at the end of every mapping.
 const bellBytes = 64
