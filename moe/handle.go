@@ -10,6 +10,7 @@ import (
 	"github.com/rdmactor/rdmactor/barrier"
 	"github.com/rdmactor/rdmactor/gin"
 	"github.com/rdmactor/rdmactor/internal/unsafeview"
+	"github.com/rdmactor/rdmactor/moe/internal/order"
 	"github.com/rdmactor/rdmactor/transport/rdma"
 )
 
@@ -101,12 +102,13 @@ type Handle[T Elem] struct {
 	llOut    RecvLL[T]
 }
 
-type state uint8
+// state is where the Handle is in the order of calls.
+type state = order.State
 
 const (
-	idle state = iota
-	dispatched
-	dispatchedLL
+	idle         = order.Idle
+	dispatched   = order.Dispatched
+	dispatchedLL = order.DispatchedLL
 )
 
 // regions are the byte offsets of the Handle's buffers in its windows.
@@ -342,18 +344,6 @@ func (h *Handle[T]) begin(ctx context.Context, name string, want state) (context
 func (h *Handle[T]) fail(name string, err error) error {
 	h.err = err
 	return fmt.Errorf("moe: %s: %w", name, err)
-}
-
-func (s state) String() string {
-	switch s {
-	case idle:
-		return "idle"
-	case dispatched:
-		return "dispatched"
-	case dispatchedLL:
-		return "dispatched (low latency)"
-	}
-	return "unknown"
 }
 
 // ctxOf is the context that posts to world rank r, and its offset.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rdmactor/rdmactor/gin"
 	"github.com/rdmactor/rdmactor/moe"
+	"github.com/rdmactor/rdmactor/moe/internal/order"
 	"github.com/rdmactor/rdmactor/transport/gpu"
 	"github.com/rdmactor/rdmactor/transport/gpu/cuda"
 )
@@ -51,25 +52,14 @@ type Handle struct {
 	trace    *cuda.Event
 }
 
-type phase uint8
+// phase is where the Handle is in the order of calls.
+type phase = order.State
 
 const (
-	idle phase = iota
-	dispatched
-	dispatchedLL
+	idle         = order.Idle
+	dispatched   = order.Dispatched
+	dispatchedLL = order.DispatchedLL
 )
-
-func (s phase) String() string {
-	switch s {
-	case idle:
-		return "idle"
-	case dispatched:
-		return "dispatched"
-	case dispatchedLL:
-		return "dispatched (low latency)"
-	}
-	return "unknown"
-}
 
 // New builds this rank's Handle over g and registers its window.
 // Collective: every rank calls it with an equal cfg. g must be on the LSA
