@@ -7,8 +7,8 @@ import (
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
 
+	"github.com/rdmactor/rdmactor/gin"
 	"github.com/rdmactor/rdmactor/mailbox"
-	"github.com/rdmactor/rdmactor/transport/rdma"
 )
 
 // watchTable holds the watches local actors hold on actors of other
@@ -88,7 +88,7 @@ func (n *Node) terminatedLocal(watcher string, who *PID) {
 // since gin fails every later put and wait of a Comm once any rank is
 // lost, every other rank is unreachable too.
 func (n *Node) commFailed(err error) {
-	var pl *rdma.PeerLostError
+	var pl *gin.PeerLostError
 	lost := -1
 	if errors.As(err, &pl) {
 		lost = pl.Rank
@@ -105,7 +105,7 @@ func (n *Node) commFailed(err error) {
 func (n *Node) loopError(err error) {
 	var fe *mailbox.FrameError
 	switch {
-	case errors.Is(err, rdma.ErrPeerLost):
+	case errors.Is(err, gin.ErrPeerLost):
 		n.commFailed(err)
 	case errors.As(err, &fe):
 		// A corrupt frame closed the pair: nothing more arrives from that

@@ -7,7 +7,6 @@ import (
 
 	"github.com/rdmactor/rdmactor/barrier"
 	"github.com/rdmactor/rdmactor/gin"
-	"github.com/rdmactor/rdmactor/transport/rdma"
 )
 
 // Defaults of Config.
@@ -90,7 +89,7 @@ type Comm struct {
 // as its other collective gin calls).
 //
 // Errors: gin.ErrUnknownSignal when g lacks the signals, ErrNotSupported
-// (an *rdma.UnsupportedError) on a provider without strong signals,
+// (a *gin.UnsupportedError) on a provider without strong signals,
 // ErrBadArgument for a bad cfg, and RegisterWindow's errors.
 func New(ctx context.Context, g *gin.Comm, cfg Config) (*Comm, error) {
 	if g == nil {
@@ -120,7 +119,7 @@ func New(ctx context.Context, g *gin.Comm, cfg Config) (*Comm, error) {
 	if caps := g.Capabilities(); !caps.StrongSignals {
 		// A sender's signal count may reach a message before the data of
 		// an earlier one (weak signals): the per-sender counting breaks.
-		return nil, fmt.Errorf("collective: %w", &rdma.UnsupportedError{Provider: g.Transport(), Feature: "strong signals (collectives count messages per sender)"})
+		return nil, fmt.Errorf("collective: %w", &gin.UnsupportedError{Provider: g.Transport(), Feature: "strong signals (collectives count messages per sender)"})
 	}
 	maxPut := min(g.Capabilities().MaxPutSize, 1<<30) &^ 63
 	if maxPut <= 0 {

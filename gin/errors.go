@@ -45,3 +45,12 @@ var (
 	// a VA signal on a window without StrictOrdering.
 	ErrBadArgument = errors.New("bad argument")
 )
+
+// UnsupportedError is the error a provider or gin returns for a capability
+// it lacks, naming both (rdma.UnsupportedError); it matches
+// ErrNotSupported. Layers above gin build and match it under this name.
+type UnsupportedError = rdma.UnsupportedError
+
+// PeerLostError names the rank whose loss failed a Comm
+// (rdma.PeerLostError); it matches ErrPeerLost.
+type PeerLostError = rdma.PeerLostError

@@ -14,7 +14,7 @@ var (
 	// parse.
 	ErrBadArgument = gin.ErrBadArgument
 	// ErrNotSupported is gin.ErrNotSupported: returned by New (as an
-	// *rdma.UnsupportedError) on a provider without strong signals or
+	// *gin.UnsupportedError) on a provider without strong signals or
 	// without SignalAdd values other than 1.
 	ErrNotSupported = gin.ErrNotSupported
 	// ErrOrder is returned by Combine without a Dispatch before it (and by

@@ -11,7 +11,6 @@ import (
 	"github.com/rdmactor/rdmactor/gin"
 	"github.com/rdmactor/rdmactor/internal/unsafeview"
 	"github.com/rdmactor/rdmactor/moe/internal/order"
-	"github.com/rdmactor/rdmactor/transport/rdma"
 )
 
 // Config sizes a Handle. Every rank passes an equal Config to New.
@@ -218,7 +217,7 @@ func plan(cfg Config, n, es int) (regions, error) {
 // its other collective gin calls.
 //
 // Errors: ErrBadArgument for a bad cfg; ErrNotSupported (an
-// *rdma.UnsupportedError) on a provider without strong signals or
+// *gin.UnsupportedError) on a provider without strong signals or
 // SignalAdd; gin.ErrUnknownContext for contexts the Comm lacks; and
 // RegisterWindow's errors.
 func New[T Elem](ctx context.Context, g *gin.Comm, cfg Config) (*Handle[T], error) {
@@ -240,7 +239,7 @@ func New[T Elem](ctx context.Context, g *gin.Comm, cfg Config) (*Handle[T], erro
 		// One signal per (source, destination) stands for every row put
 		// before it on the context (strong), and carries a row count
 		// (SignalAdd).
-		return nil, fmt.Errorf("moe: %w", &rdma.UnsupportedError{Provider: g.Transport(), Feature: "strong signals with SignalAdd (one signal per source and destination counts its rows)"})
+		return nil, fmt.Errorf("moe: %w", &gin.UnsupportedError{Provider: g.Transport(), Feature: "strong signals with SignalAdd (one signal per source and destination counts its rows)"})
 	}
 	es := elemSize[T]()
 	lay, err := plan(cfg, n, es)
