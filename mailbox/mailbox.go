@@ -172,6 +172,7 @@ func (m *Mailbox) Stats() Stats {
 	s.CreditsReturned = m.rc.creditsReturned.Load()
 	s.CorruptFrames = m.rc.corruptFrames.Load()
 	s.HandlerPanics = m.rc.handlerPanics.Load()
+	s.Waits = m.rc.waits.Load()
 	return s
 }
 

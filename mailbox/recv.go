@@ -60,6 +60,13 @@ func (m *Mailbox) Start(h Handler) error {
 func (m *Mailbox) run(h Handler) {
 	defer close(m.done)
 	set := make([]gin.SignalWait, 0, len(m.in))
+	linger := int64(m.cfg.Linger)
+	if m.oversubscribed || linger < 0 {
+		linger = 0
+	}
+	// lingering: the last block was short (see Config.Linger); idleSince:
+	// when the loop last found nothing, 0 while frames come.
+	lingering, idleSince := false, int64(0)
 	for !m.closing.Load() {
 		got := 0
 		for s := range m.in {
@@ -72,14 +79,20 @@ func (m *Mailbox) run(h Handler) {
 		}
 		if got > 0 {
 			m.awakeUntil.Store(0) // the answer Expect announced, most likely
+			idleSince = 0
 			// Let the actors those frames went to run on this processor
 			// now rather than when another one is woken for them.
 			runtime.Gosched()
 			continue
 		}
-		if nanotime() < m.awakeUntil.Load() {
-			// An answer is due (Expect): stay awake for it, landing what
-			// a manual-progress provider holds.
+		now := nanotime()
+		if idleSince == 0 {
+			idleSince = now
+		}
+		if now < m.awakeUntil.Load() || (lingering && now-idleSince < linger) {
+			// An answer is due (Expect), or traffic is likely to recur
+			// (Linger): stay awake for it, landing what a manual-progress
+			// provider holds.
 			if m.comm.Progress() == 0 {
 				runtime.Gosched()
 			}
@@ -102,6 +115,7 @@ func (m *Mailbox) run(h Handler) {
 			m.fail(err, h)
 			return
 		}
+		lingering = linger > 0 && nanotime()-now < linger
 	}
 }
 
@@ -119,6 +133,7 @@ func (m *Mailbox) waitFrames(set []gin.SignalWait) error {
 	if nanotime() < m.awakeUntil.Load() { // an Expect that found the old context
 		return nil
 	}
+	m.rc.waits.Add(1)
 	_, _, err := m.x.WaitSignals(m.waitCtx, set, 64)
 	if errors.Is(err, context.Canceled) {
 		return nil

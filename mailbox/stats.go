@@ -19,6 +19,10 @@ type Stats struct {
 	CorruptFrames uint64
 	// HandlerPanics counts frames whose Handler.Frame panicked.
 	HandlerPanics uint64
+	// Waits counts the receive loop's waits for frames (each spins, then
+	// blocks in the provider); the loop does not wait while it lingers
+	// (Config.Linger) or expects an answer (Expect).
+	Waits uint64
 }
 
 // sendCounters are one pair's send-side Stats, guarded by its lock (so
@@ -30,5 +34,5 @@ type sendCounters struct {
 // recvCounters are the receive-side Stats: written only by the receive
 // loop, read by Stats.
 type recvCounters struct {
-	frames, bytes, creditsReturned, corruptFrames, handlerPanics atomic.Uint64
+	frames, bytes, creditsReturned, corruptFrames, handlerPanics, waits atomic.Uint64
 }
