@@ -46,6 +46,32 @@ type encoder struct {
 	buf   []byte
 	mp    *msgpack.Encoder
 	limit int // largest len(buf) allowed (Config.MaxMessage); 0: none
+
+	// The message AppendBody encodes (set).
+	target, sender *PID
+	header         map[string]string
+	msg            any
+}
+
+// set sets the message that AppendBody encodes.
+func (e *encoder) set(target, sender *PID, header map[string]string, msg any) {
+	e.target, e.sender, e.header, e.msg = target, sender, header, msg
+}
+
+// AppendBody encodes the message of set into dst, the mailbox's staging
+// ring (mailbox.BodyAppender), or into e's own buffer when dst is nil.
+// The msgpack encoder writes through e, so it lands in dst too.
+func (e *encoder) AppendBody(dst []byte) ([]byte, error) {
+	if dst == nil {
+		err := e.message(e.target, e.sender, e.header, e.msg)
+		return e.buf, err
+	}
+	own := e.buf
+	e.buf = dst
+	err := e.message(e.target, e.sender, e.header, e.msg)
+	body := e.buf
+	e.buf = own
+	return body, err
 }
 
 // maxPooled bounds the buffers kept in the pool; bigger ones (after a
@@ -63,6 +89,7 @@ func getEncoder() *encoder { return encoders.Get().(*encoder) }
 func putEncoder(e *encoder) {
 	if cap(e.buf) <= maxPooled {
 		e.buf, e.limit = e.buf[:0], 0
+		e.set(nil, nil, nil, nil)
 		encoders.Put(e)
 	}
 }

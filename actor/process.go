@@ -93,10 +93,10 @@ func (n *Node) sendUser(rank int, target *PID, message any) error {
 	return n.send(rank, kindUser, target, nil, nil, message)
 }
 
-// send encodes a frame body into a pooled buffer and puts it through the
-// mailbox, waiting for credit up to the mailbox's SendTimeout.
+// send encodes a frame body straight into the mailbox's staging ring and
+// puts it, waiting for credit up to the mailbox's SendTimeout.
 func (n *Node) send(rank int, kind byte, target, sender *PID, header map[string]string, msg any) error {
-	return n.sendWith(n.mb.Send, rank, kind, target, sender, header, msg)
+	return n.sendWith(true, rank, kind, target, sender, header, msg)
 }
 
 // sendReply sends an answer (DeadLetterResponse, Terminated) without
@@ -104,7 +104,7 @@ func (n *Node) send(rank int, kind byte, target, sender *PID, header map[string]
 // so that a receive loop that answers never waits for a peer that may be
 // waiting for it.
 func (n *Node) sendReply(rank int, kind byte, target *PID, msg any) {
-	err := n.sendWith(n.mb.TrySend, rank, kind, target, nil, nil, msg)
+	err := n.sendWith(false, rank, kind, target, nil, nil, msg)
 	if errors.Is(err, mailbox.ErrRingFull) {
 		n.slow(func() {
 			if err := n.send(rank, kind, target, nil, nil, msg); err != nil {
@@ -118,19 +118,28 @@ func (n *Node) sendReply(rank int, kind byte, target *PID, msg any) {
 	}
 }
 
-func (n *Node) sendWith(put func(int, mailbox.Kind, []byte) error, rank int, kind byte, target, sender *PID, header map[string]string, msg any) error {
+// sendWith encodes and sends one message; wait says whether a full ring
+// is waited for (Send) or an error at once (TrySend).
+func (n *Node) sendWith(wait bool, rank int, kind byte, target, sender *PID, header map[string]string, msg any) error {
 	if g := n.gone[rank].Load(); g != nil {
 		return *g
 	}
 	e := getEncoder()
 	e.limit = n.cfg.MaxMessage
-	err := e.message(target, sender, header, msg)
-	if err == nil {
-		if len(e.buf) <= n.mb.Config().MaxFrame-mailbox.HeaderBytes {
-			err = put(rank, mailboxKind(kind), e.buf)
-		} else {
-			err = n.sendChunks(put, rank, kind, e.buf)
+	e.set(target, sender, header, msg)
+	var body []byte
+	var err error
+	if wait {
+		body, err = n.mb.SendAppend(rank, mailboxKind(kind), e)
+	} else {
+		body, err = n.mb.TrySendAppend(rank, mailboxKind(kind), e)
+	}
+	if body != nil && errors.Is(err, mailbox.ErrFrameTooLarge) {
+		put := n.mb.TrySend
+		if wait {
+			put = n.mb.Send
 		}
+		err = n.sendChunks(put, rank, kind, body)
 	}
 	putEncoder(e)
 	if sender != nil && err == nil {

@@ -47,20 +47,42 @@ func (m *Mailbox) TrySend(peer int, kind Kind, body []byte) error {
 }
 
 func (m *Mailbox) send(peer int, kind Kind, body []byte, timeout time.Duration) error {
+	if err := m.sendCheck(peer, kind); err != nil {
+		return err
+	}
+	if err := m.sizeCheck(peer, body); err != nil {
+		return err
+	}
+	return m.sendStaged(peer, kind, body, timeout)
+}
+
+// sendCheck is Send's check of kind and peer.
+func (m *Mailbox) sendCheck(peer int, kind Kind) error {
 	if kind == kindPad {
 		return ErrBadKind
 	}
 	if peer < 0 || peer >= m.lay.Size {
 		return fmt.Errorf("mailbox: send to rank %d of %d: %w", peer, m.lay.Size, gin.ErrPeerOutOfRange)
 	}
-	n := uint64(headerBytes) + uint64(len(body))
-	if n > uint64(m.cfg.MaxFrame) {
-		return fmt.Errorf("mailbox: send to rank %d: frame of %d bytes (%d-byte body) over the %d-byte limit (Config.MaxFrame): %w",
-			peer, n, len(body), m.cfg.MaxFrame, ErrFrameTooLarge)
-	}
 	if err := m.comm.PeerErr(peer); err != nil { // a lost rank (gin.FailPeer): at once
 		return fmt.Errorf("mailbox: send to rank %d: %w", peer, err)
 	}
+	return nil
+}
+
+// sizeCheck is Send's check of the frame size.
+func (m *Mailbox) sizeCheck(peer int, body []byte) error {
+	if n := headerBytes + len(body); n > m.cfg.MaxFrame {
+		return fmt.Errorf("mailbox: send to rank %d: frame of %d bytes (%d-byte body) over the %d-byte limit (Config.MaxFrame): %w",
+			peer, n, len(body), m.cfg.MaxFrame, ErrFrameTooLarge)
+	}
+	return nil
+}
+
+// sendStaged copies body into the staging ring, waiting for credit up to
+// timeout, and gets it put.
+func (m *Mailbox) sendStaged(peer int, kind Kind, body []byte, timeout time.Duration) error {
+	n := uint64(headerBytes) + uint64(len(body))
 	p := &m.out[peer]
 	var start time.Time
 	for {
@@ -129,26 +151,8 @@ func (m *Mailbox) waitCredit(peer int, seen uint64, deadline time.Time) error {
 // credit. It reports whether it did, else the free bytes it saw. Lock p.mu
 // must be held.
 func (m *Mailbox) stage(p *outPair, peer int, kind Kind, body []byte, n uint64) (staged bool, free uint64, err error) {
-	if p.err != nil {
-		return false, 0, p.err
-	}
-	if m.closing.Load() {
-		return false, 0, ErrClosed
-	}
-	// The credit word is read on every send, not only when the ring looks
-	// full, so a sender learns at once that the receiver closed the pair.
-	c, err := m.x.ReadSignal(m.lay.CreditSignal(peer), 64)
-	if err != nil {
-		return false, 0, fmt.Errorf("mailbox: send to rank %d: read credit: %w", peer, err)
-	}
-	p.seenCredit = c
-	if c&closedBit != 0 {
-		p.err = fmt.Errorf("mailbox: send to rank %d: %w", peer, ErrPairClosed)
-		return false, 0, p.err
-	}
-	if !p.r.credit(c) {
-		p.err = fmt.Errorf("mailbox: send to rank %d: credit %d outside [%d, %d]: %w", peer, c, p.r.consumed, p.r.tail, ErrPairClosed)
-		return false, 0, p.err
+	if err := m.readCredit(p, peer); err != nil {
+		return false, 0, err
 	}
 	pl := p.r.place(n)
 	if !p.r.fits(pl.total) {
@@ -161,6 +165,40 @@ func (m *Mailbox) stage(p *outPair, peer int, kind Kind, body []byte, n uint64) 
 	f := stage[pl.at : pl.at+n]
 	copy(f[headerBytes:], body) // first: the header's checksum covers it
 	header{len: uint32(n), kind: kind, seq: p.r.seq}.put(f)
+	m.commitFrame(p, pl, len(body))
+	return true, 0, nil
+}
+
+// readCredit checks that the pair may send and reads the receiver's
+// credit into p.r. Lock p.mu must be held.
+func (m *Mailbox) readCredit(p *outPair, peer int) error {
+	if p.err != nil {
+		return p.err
+	}
+	if m.closing.Load() {
+		return ErrClosed
+	}
+	// The credit word is read on every send, not only when the ring looks
+	// full, so a sender learns at once that the receiver closed the pair.
+	c, err := m.x.ReadSignal(m.lay.CreditSignal(peer), 64)
+	if err != nil {
+		return fmt.Errorf("mailbox: send to rank %d: read credit: %w", peer, err)
+	}
+	p.seenCredit = c
+	if c&closedBit != 0 {
+		p.err = fmt.Errorf("mailbox: send to rank %d: %w", peer, ErrPairClosed)
+		return p.err
+	}
+	if !p.r.credit(c) {
+		p.err = fmt.Errorf("mailbox: send to rank %d: credit %d outside [%d, %d]: %w", peer, c, p.r.consumed, p.r.tail, ErrPairClosed)
+		return p.err
+	}
+	return nil
+}
+
+// commitFrame records the frame (and pad) written at pl as staged. Lock
+// p.mu must be held.
+func (m *Mailbox) commitFrame(p *outPair, pl placement, bodyLen int) {
 	if pl.at == 0 {
 		// A new lap: the bytes before it go in a put of their own.
 		p.lapStart, p.framesBeforeLap = p.r.tail+pl.pad, p.frames
@@ -168,8 +206,7 @@ func (m *Mailbox) stage(p *outPair, peer int, kind Kind, body []byte, n uint64) 
 	p.r.commit(pl)
 	p.frames++
 	p.sc.frames++
-	p.sc.bytes += uint64(len(body))
-	return true, 0, nil
+	p.sc.bytes += uint64(bodyLen)
 }
 
 // dispatch gets the staged frames put: by nobody new if a goroutine is

@@ -1,0 +1,114 @@
+package mailbox_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rdmactor/rdmactor/internal/testutils"
+	"github.com/rdmactor/rdmactor/mailbox"
+)
+
+// appender writes test message seq of stream with append, as an encoder
+// would, and counts where it was asked to write.
+type appender struct {
+	stream, seq     uint64
+	inPlace, ownBuf int
+	own             []byte
+	err             error
+	panics          bool
+}
+
+func (a *appender) AppendBody(dst []byte) ([]byte, error) {
+	if a.panics {
+		panic("appender")
+	}
+	if a.err != nil {
+		return append(dst, "partial"...), a.err
+	}
+	if dst == nil {
+		a.ownBuf++
+		dst = a.own[:0]
+	} else {
+		a.inPlace++
+	}
+	n := bodySize(a.stream, a.seq)
+	body := append(dst, make([]byte, n)...) // grows out of dst when n passes its room
+	fillBody(body[len(body)-n:], a.stream, a.seq)
+	return body, nil
+}
+
+// SendAppend bodies arrive in order and intact whether they were written
+// in place, outgrew the room in place or were written elsewhere (at lap
+// ends, with little credit), across many laps of the ring.
+func TestSendAppendInPlaceAndFallback(t *testing.T) {
+	perStream := scale(20000, 2000)
+	_, boxes := local(t, 2, mailbox.Config{RingBytes: 512 << 10})
+	ctx := testutils.Deadline(t, time.Minute)
+	k := newTracker(1)
+	done := make(chan struct{})
+	require.NoError(t, boxes[1].Start(mailbox.Handler{
+		Frame: func(from int, _ mailbox.Kind, body []byte) {
+			k.frame(from, body)
+			if k.total == perStream {
+				close(done)
+			}
+		},
+		Error: func(err error) { t.Errorf("rank 1: %v", err) },
+	}))
+	a := &appender{own: make([]byte, 0, 64<<10)}
+	for seq := range uint64(perStream) {
+		a.seq = seq
+		body, err := boxes[0].SendAppend(1, 1, a)
+		require.NoError(t, err, "message %d", seq)
+		require.Nil(t, body)
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+		t.Fatalf("%d of %d frames arrived", k.total, perStream)
+	}
+	require.NoError(t, k.err)
+	assert.Greater(t, a.inPlace, perStream/2, "most bodies should be written in place")
+	assert.Positive(t, a.ownBuf, "lap ends should have sent some bodies the copying way")
+}
+
+// A body over MaxFrame comes back with ErrFrameTooLarge, unsent; an
+// appender's error is returned as it is; an appender that panics leaves
+// the pair usable. Nothing of those reaches the receiver.
+func TestSendAppendErrors(t *testing.T) {
+	_, boxes := local(t, 2, mailbox.Config{RingBytes: 64 << 10})
+	got := make(chan []byte, 4)
+	require.NoError(t, boxes[1].Start(mailbox.Handler{
+		Frame: func(_ int, _ mailbox.Kind, body []byte) { got <- append([]byte(nil), body...) },
+	}))
+	big := &appender{stream: 1}
+	for bodySize(big.stream, big.seq) <= 16<<10 { // over MaxFrame (RingBytes/4)
+		big.seq++
+	}
+	body, err := boxes[0].SendAppend(1, 1, big)
+	require.ErrorIs(t, err, mailbox.ErrFrameTooLarge)
+	require.NoError(t, checkBody(body, big.stream, big.seq), "the body comes back whole")
+
+	boom := errors.New("encode failed")
+	_, err = boxes[0].TrySendAppend(1, 1, &appender{err: boom})
+	require.ErrorIs(t, err, boom)
+
+	func() {
+		defer func() { assert.Equal(t, "appender", recover()) }()
+		boxes[0].SendAppend(1, 1, &appender{panics: true})
+	}()
+
+	require.NoError(t, boxes[0].Send(1, 1, []byte("after")))
+	select {
+	case b := <-got:
+		assert.Equal(t, "after", string(b))
+	case <-time.After(10 * time.Second):
+		t.Fatal("the frame after the failed appends did not arrive")
+	}
+	_, err = boxes[0].SendAppend(1, 0, &appender{})
+	require.ErrorIs(t, err, mailbox.ErrBadKind)
+}
