@@ -75,7 +75,7 @@ static int rdx_cq_open(struct fid_domain *d, size_t size, int wait, struct fid_c
 	memset(&a, 0, sizeof a);
 	a.format = FI_CQ_FORMAT_DATA;
 	a.size = size;
-	a.wait_obj = wait ? FI_WAIT_UNSPEC : FI_WAIT_NONE;
+	a.wait_obj = wait == 2 ? FI_WAIT_FD : wait ? FI_WAIT_UNSPEC : FI_WAIT_NONE;
 	return fi_cq_open(d, &a, cq, NULL);
 }
 static int rdx_cntr_open(struct fid_domain *d, struct fid_cntr **c) {
@@ -207,6 +207,7 @@ import "C"
 import (
 	"fmt"
 	"runtime"
+	"time"
 	"unsafe"
 )
 
@@ -372,6 +373,7 @@ type fabricObjs struct {
 	ep   *C.struct_fid_ep
 
 	waitable bool // the CQ has a wait object: fi_cq_sread blocks until a completion
+	waiter   *cqWaiter // the wait object is an fd that Go's netpoller waits on; or nil
 
 	// progress loop buffers (C memory, used under Provider.pollMu)
 	entries *C.struct_fi_cq_data_entry
@@ -394,7 +396,14 @@ func (f *fabricObjs) open(i *C.struct_fi_info, cqSize int, wait bool) error {
 		return newFabricError("fi_av_open", int(r))
 	}
 	if wait {
-		f.waitable = C.rdx_cq_open(f.dom, C.size_t(cqSize), 1, &f.cq) == 0
+		// FI_WAIT_FD first: its fd lets waits block in Go's netpoller
+		// (cqWaiter) rather than in a cgo call.
+		if C.rdx_cq_open(f.dom, C.size_t(cqSize), 2, &f.cq) == 0 {
+			f.waitable = true
+			f.waiter = openCQWaiter(f.cq)
+		} else {
+			f.waitable = C.rdx_cq_open(f.dom, C.size_t(cqSize), 1, &f.cq) == 0
+		}
 	}
 	if !f.waitable {
 		if r := C.rdx_cq_open(f.dom, C.size_t(cqSize), 0, &f.cq); r != 0 {
@@ -422,6 +431,10 @@ func (f *fabricObjs) close() error {
 	if f.ep != nil {
 		cl("endpoint", C.rdx_ep_fid(f.ep))
 		f.ep = nil
+	}
+	if f.waiter != nil {
+		f.waiter.close()
+		f.waiter = nil
 	}
 	if f.cq != nil {
 		cl("cq", C.rdx_cq_fid(f.cq))
@@ -603,9 +616,17 @@ func (f *fabricObjs) pollCQ(out []cqEntry) int {
 	return n
 }
 
-// waitCQ blocks in fi_cq_sread for up to timeoutMS for completions and
-// reads them into out, like pollCQ. signalCQ wakes it (fi_cq_signal).
+// waitCQ blocks for up to timeoutMS for completions and reads them into
+// out, like pollCQ: in Go's netpoller on the CQ's wait fd where there is
+// one (after fi_trywait(3) says nothing is pending), else in fi_cq_sread.
+// signalCQ wakes it (fi_cq_signal).
 func (f *fabricObjs) waitCQ(out []cqEntry, timeoutMS int) int {
+	if f.waiter != nil {
+		if f.waiter.tryWait(f.fab, f.cq) {
+			f.waiter.wait(time.Duration(timeoutMS) * time.Millisecond)
+		}
+		return f.pollCQ(out)
+	}
 	n := int(C.rdx_cq_sread(f.cq, f.entries, cqEntryBatch, C.int(timeoutMS)))
 	if n <= 0 {
 		return n
