@@ -64,9 +64,10 @@ func (m *Mailbox) run(h Handler) {
 	if m.oversubscribed || linger < 0 {
 		linger = 0
 	}
-	// lingering: the last block was short (see Config.Linger); idleSince:
-	// when the loop last found nothing, 0 while frames come.
-	lingering, idleSince := false, int64(0)
+	// lingering: the quiet before the last frames was shorter than
+	// Linger (see Config.Linger); idleSince: when the loop last found
+	// nothing, 0 while frames come.
+	lingering, idleSince, awake := false, int64(0), 0
 	for !m.closing.Load() {
 		got := 0
 		for s := range m.in {
@@ -79,7 +80,9 @@ func (m *Mailbox) run(h Handler) {
 		}
 		if got > 0 {
 			m.awakeUntil.Store(0) // the answer Expect announced, most likely
-			idleSince = 0
+			if idleSince != 0 {
+				lingering, idleSince = nanotime()-idleSince < linger, 0
+			}
 			// Let the actors those frames went to run on this processor
 			// now rather than when another one is woken for them.
 			runtime.Gosched()
@@ -92,9 +95,14 @@ func (m *Mailbox) run(h Handler) {
 		if now < m.awakeUntil.Load() || (lingering && now-idleSince < linger) {
 			// An answer is due (Expect), or traffic is likely to recur
 			// (Linger): stay awake for it, landing what a manual-progress
-			// provider holds.
+			// provider holds. A Gosched only now and then: each one puts
+			// the loop on the global run queue and wakes another thread
+			// to take it, which on a host with few cores costs more than
+			// the poll it saves.
 			if m.comm.Progress() == 0 {
-				runtime.Gosched()
+				if awake++; awake%awakeYieldEvery == 0 {
+					runtime.Gosched()
+				}
 			}
 			continue
 		}
@@ -115,9 +123,12 @@ func (m *Mailbox) run(h Handler) {
 			m.fail(err, h)
 			return
 		}
-		lingering = linger > 0 && nanotime()-now < linger
 	}
 }
+
+// awakeYieldEvery is how many polls of an awake receive loop (Expect,
+// Config.Linger) pass between yields to the goroutines of its processor.
+const awakeYieldEvery = 256
 
 // waitFrames blocks until a member of set is ready, Close, or an Expect
 // call, which cancels the wait so that the loop stays awake for the
