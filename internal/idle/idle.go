@@ -51,10 +51,12 @@ type Bell interface {
 	Kick()
 }
 
-// MaxBlock bounds one block on a Bell, so that a waiter also looks at
-// state that rings no bell (a Comm failure noticed elsewhere) a few times
-// a second: each look costs a wake-up, about 20 µs of CPU.
-const MaxBlock = 200 * time.Millisecond
+// MaxBlock bounds one block on a Bell or Blocker, so that a waiter also
+// looks at state that rings no bell once a second. What ends a wait
+// rings: a put, ctx's end, Close and a lost peer kick it. Each look costs
+// wake-ups (on ofi a few, as the provider's progress goroutine takes the
+// CQ back and returns it), so they are kept rare.
+const MaxBlock = time.Second
 
 // checkEvery is how often the spin and yield phases report to the caller
 // (as if parked), so that a cancelled context ends even a long spin.
@@ -156,6 +158,9 @@ func (b *Backoff) Idle() (parked bool) {
 		}
 		if b.stop == nil && b.ctx.Done() != nil {
 			b.stop = context.AfterFunc(b.ctx, b.blocker.Kick)
+		}
+		if b.ctx.Err() != nil { // its kick may have come and gone
+			return true
 		}
 		b.d.PollWait(b.blockFor())
 		return true

@@ -372,7 +372,7 @@ type fabricObjs struct {
 	cq   *C.struct_fid_cq
 	ep   *C.struct_fid_ep
 
-	waitable bool // the CQ has a wait object: fi_cq_sread blocks until a completion
+	waitable bool      // the CQ has a wait object: fi_cq_sread blocks until a completion
 	waiter   *cqWaiter // the wait object is an fd that Go's netpoller waits on; or nil
 
 	// progress loop buffers (C memory, used under Provider.pollMu)
@@ -618,11 +618,11 @@ func (f *fabricObjs) pollCQ(out []cqEntry) int {
 
 // waitCQ blocks for up to timeoutMS for completions and reads them into
 // out, like pollCQ: in Go's netpoller on the CQ's wait fd where there is
-// one (after fi_trywait(3) says nothing is pending), else in fi_cq_sread.
-// signalCQ wakes it (fi_cq_signal).
-func (f *fabricObjs) waitCQ(out []cqEntry, timeoutMS int) int {
+// one (after fi_trywait(3) says nothing is pending and quiet still holds),
+// else in fi_cq_sread. signalCQ wakes it (fi_cq_signal).
+func (f *fabricObjs) waitCQ(out []cqEntry, timeoutMS int, quiet func() bool) int {
 	if f.waiter != nil {
-		if f.waiter.tryWait(f.fab, f.cq) {
+		if f.waiter.tryWait(f.fab, f.cq) && quiet() {
 			f.waiter.wait(time.Duration(timeoutMS) * time.Millisecond)
 		}
 		return f.pollCQ(out)

@@ -263,6 +263,7 @@ func (p *Provider) Blocks() bool { return p.f.waitable && p.strat != counter }
 // caller looks at its context and state at once. Safe for concurrent use,
 // and a no-op after Close.
 func (p *Provider) Kick() {
+	p.kicks.Add(1)
 	if p.pins.Pin() {
 		p.f.signalCQ()
 		p.pins.Unpin()
@@ -429,14 +430,20 @@ func (p *Provider) pollBuf() []cqEntry {
 // or a PollWait caller came meanwhile, and handles what it read; it
 // returns how much. Caller holds pollMu.
 func (p *Provider) blockCQ(ents []cqEntry, ms int) int {
+	kicks := p.kicks.Load()
 	p.blocked.Store(true)
 	defer p.blocked.Store(false)
 	// Dekker with wakeup: a post bumps inflight (or a PollWait waiters),
-	// then looks at blocked; this stores blocked, then looks at them.
-	if p.inflight.Load() > 0 || p.waiters.Load() > 0 || p.stopping.Load() {
+	// then looks at blocked; this stores blocked, then looks at them. The
+	// wait looks again after fi_trywait, which swallows a wake-up signal
+	// that came before it.
+	quiet := func() bool {
+		return p.inflight.Load() == 0 && p.waiters.Load() == 0 && !p.stopping.Load() && p.kicks.Load() == kicks
+	}
+	if !quiet() {
 		return 0
 	}
-	switch n := p.f.waitCQ(ents, ms); {
+	switch n := p.f.waitCQ(ents, ms, quiet); {
 	case n > 0:
 		for i := range ents[:n] {
 			p.handle(&ents[i])

@@ -45,6 +45,7 @@ type Provider struct {
 	done     chan struct{}
 	activity atomic.Uint64 // bumped by every post: keeps the progress goroutine spinning
 	blocked  atomic.Bool   // the progress goroutine is (about to be) in fi_cq_sread
+	kicks    atomic.Uint64 // Kick calls: a block that saw one begin must not start
 	inflight atomic.Int64  // operations posted with a completion not yet seen
 	tokens   atomic.Uint64 // mode query tokens
 
