@@ -47,7 +47,8 @@ const MinSecret = 16
 // RDMACTOR_RANK is set, else from the first scheduler whose variables are
 // present (schedulerEnv: torchrun's RANK, WORLD_SIZE, MASTER_ADDR and
 // MASTER_PORT; Slurm's SLURM_PROCID, SLURM_NTASKS and the step's first
-// node; Open MPI's OMPI_COMM_WORLD_RANK and _SIZE; PMIx's PMIX_RANK), with
+// node; Open MPI's OMPI_COMM_WORLD_RANK and _SIZE, with 127.0.0.1 when
+// all ranks share this host; PMIx's PMIX_RANK), with
 // RDMACTOR_BOOTSTRAP overriding the address a scheduler implies. The job
 // secret comes from RDMACTOR_JOB_SECRET or RDMACTOR_JOB_SECRET_FILE. A
 // missing or malformed variable is an error naming it.

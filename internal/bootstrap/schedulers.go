@@ -2,6 +2,7 @@ package bootstrap
 
 import (
 	"fmt"
+	"hash/fnv"
 	"net"
 	"os"
 	"strconv"
@@ -20,6 +21,8 @@ const (
 	envSlurmJobNodes           = "SLURM_JOB_NODELIST"
 	envSlurmStep               = "SLURM_STEP_ID"
 	envMPIRank, envMPISize     = "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"
+	envMPILocalSize            = "OMPI_COMM_WORLD_LOCAL_SIZE"
+	envMPIJob                  = "OMPI_MCA_ess_base_jobid"
 	envPMIxRank                = "PMIX_RANK"
 	envPMIxNamespace           = "PMIX_NAMESPACE"
 
@@ -29,8 +32,8 @@ const (
 )
 
 // DefaultPort is the bootstrap port when a scheduler gives a host only and
-// RDMACTOR_PORT is not set; Slurm jobs add their job id modulo 1000, so
-// that concurrent jobs on one first node do not collide.
+// RDMACTOR_PORT is not set; Slurm and Open MPI jobs add their job id modulo
+// 1000, so that concurrent jobs on one host do not collide.
 const DefaultPort = 29400
 
 // schedulerEnv fills rank, size, address and job from the first
@@ -68,7 +71,25 @@ func schedulerEnv(cfg *Config) (string, error) {
 		}
 		return "slurm", fill(cfg, envSlurmRank, envSlurmSize, addr, job)
 	case get(envMPIRank) != "":
-		return "open mpi", fill(cfg, envMPIRank, envMPISize, addr, "")
+		job := get(envMPIJob)
+		if job == "" {
+			job = get(envPMIxNamespace)
+		}
+		// All ranks on this host (mpirun without --host): rank 0 is here.
+		// Across hosts mpirun does not say where rank 0 runs.
+		if addr == "" && get(envMPILocalSize) != "" && get(envMPILocalSize) == get(envMPISize) {
+			port := get(EnvPort)
+			if port == "" {
+				h := fnv.New32a()
+				h.Write([]byte(job))
+				port = strconv.Itoa(DefaultPort + int(h.Sum32()%1000))
+			}
+			addr = net.JoinHostPort("127.0.0.1", port)
+		}
+		if job != "" {
+			job = "ompi-" + job
+		}
+		return "open mpi", fill(cfg, envMPIRank, envMPISize, addr, job)
 	case get(envPMIxRank) != "":
 		size := envMPISize
 		if get(size) == "" {

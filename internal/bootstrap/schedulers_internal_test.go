@@ -1,9 +1,17 @@
 package bootstrap
 
 import (
+	"hash/fnv"
+	"strconv"
 	"strings"
 	"testing"
 )
+
+func fnv32(s string) uint32 {
+	h := fnv.New32a()
+	h.Write([]byte(s))
+	return h.Sum32()
+}
 
 func TestFirstHost(t *testing.T) {
 	for list, want := range map[string]string{
@@ -31,7 +39,7 @@ func TestFirstHost(t *testing.T) {
 func TestSchedulerEnvironments(t *testing.T) {
 	all := []string{EnvRank, EnvWorldSize, EnvBootstrap, EnvJob, envTorchRank, envTorchSize, envTorchAddr, envTorchPort,
 		envTorchRunID, envSlurmRank, envSlurmSize, envSlurmNodes, envSlurmJobNodes, envSlurmJob, envSlurmStep,
-		envMPIRank, envMPISize, envPMIxRank, envPMIxNamespace, EnvPort}
+		envMPIRank, envMPISize, envMPILocalSize, envMPIJob, envPMIxRank, envPMIxNamespace, EnvPort}
 	for _, c := range []struct {
 		name               string
 		env                map[string]string
@@ -48,6 +56,12 @@ func TestSchedulerEnvironments(t *testing.T) {
 			2, 4, "head:9000", "", ""},
 		{"open mpi without an address", map[string]string{envMPIRank: "2", envMPISize: "4"},
 			0, 0, "", "", EnvBootstrap},
+		{"open mpi across hosts without an address", map[string]string{envMPIRank: "2", envMPISize: "4", envMPILocalSize: "2", envMPIJob: "77"},
+			0, 0, "", "", EnvBootstrap},
+		{"open mpi on one host", map[string]string{envMPIRank: "2", envMPISize: "4", envMPILocalSize: "4", envMPIJob: "289931265"},
+			2, 4, "127.0.0.1:" + strconv.Itoa(DefaultPort+int(fnv32("289931265")%1000)), "ompi-289931265", ""},
+		{"open mpi on one host with a port", map[string]string{envMPIRank: "0", envMPISize: "2", envMPILocalSize: "2", envPMIxNamespace: "prterun-h-9@1", EnvPort: "7001"},
+			0, 2, "127.0.0.1:7001", "ompi-prterun-h-9-1", ""},
 		{"pmix", map[string]string{envPMIxRank: "1", envMPISize: "3", EnvBootstrap: "head:9000", envPMIxNamespace: "prterun-x-1@1"},
 			1, 3, "head:9000", "prterun-x-1-1", ""},
 		{"rdmactor first", map[string]string{EnvRank: "0", EnvWorldSize: "2", EnvBootstrap: "h:1", envTorchRank: "1", envTorchSize: "9"},
