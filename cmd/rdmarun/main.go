@@ -2,6 +2,7 @@
 // torchrun or mpirun do:
 //
 //	rdmarun [-np N] [-transport shm] [-timeout D] [-host H] prog [args...]
+//	rdmarun -nnodes N -node-rank K -master HOST:PORT [-np M] [-transport ofi] prog [args...]
 //
 // Examples:
 //
@@ -9,12 +10,22 @@
 //	go run ./cmd/rdmarun -np 2 -timeout 1m ./bin/pingpong -iters 1000
 //
 // Every rank runs prog with args and RDMACTOR_RANK, RDMACTOR_WORLD_SIZE,
-// RDMACTOR_BOOTSTRAP (rank 0's control address, a free port on -host),
-// RDMACTOR_TRANSPORT and RDMACTOR_JOB set (see internal/launch); each line
-// of its output is prefixed "[<rank>] ". Flags end at prog: what follows is
-// prog's. When a rank fails, the others are killed (SIGTERM, then SIGKILL
-// after 2 s); so are all on -timeout, SIGINT or SIGTERM. Once all have
-// exited, the job's shared-memory files are removed.
+// RDMACTOR_LOCAL_RANK, RDMACTOR_LOCAL_SIZE, RDMACTOR_BOOTSTRAP (rank 0's
+// control address, a free port on -host), RDMACTOR_TRANSPORT and
+// RDMACTOR_JOB set (see internal/launch); each line of its output is
+// prefixed "[<rank>] ". Flags end at prog: what follows is prog's. When a
+// rank fails, the others are killed (SIGTERM, then SIGKILL after 2 s); so
+// are all on -timeout, SIGINT or SIGTERM. Once all have exited, the job's
+// shared-memory files are removed.
+//
+// Across hosts, run rdmarun on each node with the same -nnodes, -np and
+// -master and the node's own -node-rank: node K starts ranks K*M .. K*M+M-1
+// of N*M, and rank 0 (on node 0) serves the rendezvous at -master, which
+// must be an address of node 0. The nodes must share the job secret
+// through RDMACTOR_JOB_SECRET or RDMACTOR_JOB_SECRET_FILE (rdmarun refuses
+// to start without one); the transport defaults to ofi, since shm reaches
+// the ranks of one host only. Each node's rdmarun supervises the ranks it
+// started.
 //
 // The exit code is 0 when every rank succeeded, else the exit code of the
 // first rank that failed (128+n for a rank killed by signal n), 1 on
@@ -27,8 +38,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
+	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 
 	"github.com/rdmactor/rdmactor/internal/launch"
@@ -43,13 +57,17 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("rdmarun", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	np := fs.Int("np", 1, "number of ranks")
-	transport := fs.String("transport", "shm", "rdma provider the ranks use (RDMACTOR_TRANSPORT)")
+	np := fs.Int("np", 1, "number of ranks (on this node)")
+	transport := fs.String("transport", "", "rdma provider the ranks use (RDMACTOR_TRANSPORT); default shm, or ofi with -nnodes > 1")
 	timeout := fs.Duration("timeout", 0, "kill all ranks and fail after this long (0: no limit)")
-	host := fs.String("host", "127.0.0.1", "host of the bootstrap address (rank 0's control endpoint)")
+	host := fs.String("host", "127.0.0.1", "host of the bootstrap address (rank 0's control endpoint), on one node")
 	keepGoing := fs.Bool("keep-going", false, "when a rank fails, report it and let the others run on (as a supervisor would); the exit status is still the first failure's")
+	nnodes := fs.Int("nnodes", 1, "number of nodes, each running rdmarun with the same -np")
+	nodeRank := fs.Int("node-rank", 0, "this node's index, in [0, nnodes): its ranks are node-rank*np .. node-rank*np+np-1")
+	master := fs.String("master", "", "bootstrap address HOST:PORT, an address of node 0 where its rank 0 listens; required with -nnodes > 1")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: rdmarun [-np N] [-transport shm] [-timeout D] [-host H] [-keep-going] prog [args...]")
+		fmt.Fprintln(fs.Output(), "       rdmarun -nnodes N -node-rank K -master HOST:PORT [-np M] [flags] prog [args...]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -58,12 +76,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
-	if fs.NArg() == 0 || *np < 1 {
-		if *np < 1 {
-			fmt.Fprintf(stderr, "rdmarun: -np %d: want >= 1\n", *np)
-		}
+	if err := checkFlags(fs, *np, *nnodes, *nodeRank, *master); err != nil {
+		fmt.Fprintf(stderr, "rdmarun: %v\n", err)
 		fs.Usage()
 		return 2
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return 2
+	}
+	if *transport == "" {
+		*transport = "shm"
+		if *nnodes > 1 {
+			*transport = "ofi"
+		}
+	} else if *transport == "shm" && *nnodes > 1 {
+		fmt.Fprintln(stderr, "rdmarun: note: -transport shm reaches ranks of one host only: every node must be this host")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -80,9 +108,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 				fmt.Fprintf(stderr, "rdmarun: rank %d exited with code %d; the others run on (-keep-going)\n", r.Rank, r.ExitCode)
 			}
 		},
-		Timeout: *timeout,
-		Host:    *host,
-		Cleanup: shm.Cleanup,
+		Timeout:   *timeout,
+		Host:      *host,
+		Addr:      *master,
+		WorldSize: *nnodes * *np,
+		RankBase:  *nodeRank * *np,
+		Cleanup:   shm.Cleanup,
 	})
 	if err == nil {
 		return 0
@@ -92,4 +123,33 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return re.ExitCode
 	}
 	return 1
+}
+
+// checkFlags validates the counts and the multi-node flags, before
+// anything starts.
+func checkFlags(fs *flag.FlagSet, np, nnodes, nodeRank int, master string) error {
+	switch {
+	case np < 1:
+		return fmt.Errorf("-np %d: want >= 1", np)
+	case nnodes < 1:
+		return fmt.Errorf("-nnodes %d: want >= 1", nnodes)
+	case nodeRank < 0 || nodeRank >= nnodes:
+		return fmt.Errorf("-node-rank %d: want in [0, %d) (-nnodes %d)", nodeRank, nnodes, nnodes)
+	case nnodes > 1 && master == "":
+		return fmt.Errorf("-nnodes %d needs -master HOST:PORT, an address of node 0, the same on every node", nnodes)
+	case nnodes > math.MaxInt32/np:
+		return fmt.Errorf("-nnodes %d times -np %d: too many ranks", nnodes, np)
+	}
+	if master != "" {
+		h, p, err := net.SplitHostPort(master)
+		if _, perr := strconv.ParseUint(p, 10, 16); err != nil || perr != nil || h == "" || p == "0" {
+			return fmt.Errorf("-master %q: want HOST:PORT with a port in [1, 65535]", master)
+		}
+		hostSet := false
+		fs.Visit(func(f *flag.Flag) { hostSet = hostSet || f.Name == "host" })
+		if hostSet {
+			return errors.New("-host and -master both name the bootstrap address: give one")
+		}
+	}
+	return nil
 }

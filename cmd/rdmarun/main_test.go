@@ -25,6 +25,13 @@ func TestRun(t *testing.T) {
 		{"np over the limit", []string{"-np", "100000", "true"}, 1, "", "over the limit of"},
 		{"bad flag", []string{"-x", "true"}, 2, "", "usage"},
 		{"help", []string{"-h"}, 0, "", "usage"},
+		{"node rank too big", []string{"-nnodes", "2", "-node-rank", "2", "-master", "h:1", "true"}, 2, "", "-node-rank 2: want in [0, 2)"},
+		{"node rank negative", []string{"-node-rank", "-1", "true"}, 2, "", "-node-rank -1"},
+		{"bad nnodes", []string{"-nnodes", "0", "true"}, 2, "", "-nnodes 0"},
+		{"nodes without master", []string{"-nnodes", "2", "-node-rank", "1", "true"}, 2, "", "needs -master HOST:PORT"},
+		{"master without port", []string{"-nnodes", "2", "-master", "node0", "true"}, 2, "", `-master "node0": want HOST:PORT`},
+		{"master port 0", []string{"-nnodes", "2", "-master", "node0:0", "true"}, 2, "", "want HOST:PORT"},
+		{"master and host", []string{"-nnodes", "2", "-master", "node0:1", "-host", "a", "true"}, 2, "", "-host and -master"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer

@@ -2,10 +2,12 @@
 // way cmd/rdmarun (and torchrun or mpirun) does.
 //
 // Run gives every rank the variables that bootstrap.FromEnv reads
-// (RDMACTOR_RANK, RDMACTOR_WORLD_SIZE, RDMACTOR_BOOTSTRAP, RDMACTOR_JOB) and
-// RDMACTOR_TRANSPORT, forwards each rank's output line by line prefixed with
-// "[<rank>] ", waits for all ranks, and removes the job's leftovers through
-// Options.Cleanup.
+// (RDMACTOR_RANK, RDMACTOR_WORLD_SIZE, RDMACTOR_BOOTSTRAP, RDMACTOR_JOB),
+// RDMACTOR_TRANSPORT and its place on this host (RDMACTOR_LOCAL_RANK,
+// RDMACTOR_LOCAL_SIZE); it may start part of a job whose other ranks other
+// launchers start on other hosts (Options.WorldSize, RankBase). It
+// forwards each rank's output line by line prefixed with "[<rank>] ", waits
+// for all ranks, and removes the job's leftovers through Options.Cleanup.
 //
 // Each rank runs in its own process group, so that a kill reaches the
 // processes it started; when a rank exits, what is left of its group is

@@ -15,8 +15,8 @@ const outputGrace = 2 * time.Second
 // job is one Run: its ranks, their output forwarders, and the kill logic.
 type job struct {
 	o     *Options
-	procs []*rankProc // started ranks, by rank
-	exits chan int    // rank numbers as they exit
+	procs []*rankProc // started ranks, by local rank
+	exits chan int    // local ranks as they exit
 	outMu sync.Mutex  // serializes writes to o.Stdout and o.Stderr
 	fwd   sync.WaitGroup
 
@@ -30,8 +30,10 @@ func newJob(o *Options) *job {
 
 // start starts the ranks in order; it stops at the first that fails to start.
 func (j *job) start(env []string) error {
-	for r := range j.o.NP {
-		p, err := startRank(r, j.o.Prog, j.o.Args, append(env[:len(env):len(env)], EnvRank+"="+strconv.Itoa(r)))
+	for local := range j.o.NP {
+		r := j.o.RankBase + local
+		renv := append(env[:len(env):len(env)], EnvRank+"="+strconv.Itoa(r), EnvLocalRank+"="+strconv.Itoa(local))
+		p, err := startRank(r, j.o.Prog, j.o.Args, renv)
 		if err != nil {
 			return fmt.Errorf("launch: start rank %d: %w", r, err)
 		}
@@ -40,7 +42,7 @@ func (j *job) start(env []string) error {
 		j.fwd.Add(2)
 		go func() { defer j.fwd.Done(); forward(p.outR, j.o.Stdout, &j.outMu, prefix) }()
 		go func() { defer j.fwd.Done(); forward(p.errR, j.o.Stderr, &j.outMu, prefix) }()
-		go func() { p.wait(); j.exits <- p.rank }()
+		go func() { p.wait(); j.exits <- local }()
 	}
 	return nil
 }
@@ -63,14 +65,14 @@ func (j *job) wait(ctx context.Context, startErr error) error {
 	done := ctx.Done()
 	for left := len(j.procs); left > 0; {
 		select {
-		case r := <-j.exits:
+		case local := <-j.exits:
 			left--
-			res := j.procs[r].res
+			res := j.procs[local].res
 			if j.o.OnExit != nil {
 				j.o.OnExit(res)
 			}
 			if res.ExitCode != 0 && first == nil && stopErr == nil {
-				first = &RankError{Rank: r, ExitCode: res.ExitCode, Err: res.Err}
+				first = &RankError{Rank: res.Rank, ExitCode: res.ExitCode, Err: res.Err}
 				if j.o.KillOnFailure {
 					j.stop()
 				}
@@ -130,14 +132,14 @@ func (j *job) drain() {
 	<-done
 }
 
-// results returns one Result per rank, -1 for ranks never started.
+// results returns one Result per local rank, -1 for ranks never started.
 func (j *job) results() []Result {
 	res := make([]Result, j.o.NP)
-	for r := range res {
-		if r < len(j.procs) {
-			res[r] = j.procs[r].res
+	for i := range res {
+		if i < len(j.procs) {
+			res[i] = j.procs[i].res
 		} else {
-			res[r] = Result{Rank: r, ExitCode: -1, Err: errNotStarted}
+			res[i] = Result{Rank: j.o.RankBase + i, ExitCode: -1, Err: errNotStarted}
 		}
 	}
 	return res

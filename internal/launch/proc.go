@@ -11,7 +11,7 @@ var errNotStarted = errors.New("not started")
 
 // rankProc is one started rank.
 type rankProc struct {
-	rank       int
+	rank       int // its rank in the job (RankBase + local rank)
 	cmd        *exec.Cmd
 	outR, errR *os.File // read ends of its stdout and stderr
 	res        Result   // set by wait before the rank is reported exited

@@ -3,6 +3,7 @@ package launch
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -19,9 +21,10 @@ const KillGrace = 2 * time.Second
 // ErrTimeout is returned (wrapped) by Run when Options.Timeout ran out.
 var ErrTimeout = errors.New("launch: timeout")
 
-// Options describes a job for Run.
+// Options describes a job for Run: its ranks on this host, and for a job
+// across hosts (WorldSize > NP) where they stand in it.
 type Options struct {
-	NP        int      // number of ranks, >= 1
+	NP        int      // number of ranks on this host, >= 1
 	Transport string   // RDMACTOR_TRANSPORT; default "shm"
 	Prog      string   // program to run for every rank (a path, or a name looked up in PATH)
 	Args      []string // its arguments
@@ -41,8 +44,25 @@ type Options struct {
 	// fail with ErrTimeout.
 	Timeout time.Duration
 	// Host is the host of the bootstrap address (rank 0's control
-	// endpoint); default 127.0.0.1.
+	// endpoint) when Addr is not set: rank 0 listens on a free port of it;
+	// default 127.0.0.1.
 	Host string
+	// WorldSize is the number of ranks of the whole job; default NP. Above
+	// NP, other launchers (other hosts) start the rest, and Addr, the same
+	// for all of them, is required, as is a job secret they share in this
+	// process's environment (EnvSecret or EnvSecretFile).
+	WorldSize int
+	// RankBase is the rank of this launcher's first rank: its ranks are
+	// RankBase .. RankBase+NP-1 (torchrun numbers node by node alike).
+	RankBase int
+	// Addr is the bootstrap address, host:port; default a free port on
+	// Host. The launcher of rank 0 (RankBase 0) checks that it can listen
+	// there before it starts anything.
+	Addr string
+	// Job is the job name; default a random one on one host, and across
+	// hosts EnvJob of this process's environment or else one every
+	// launcher derives alike from the secret and Addr.
+	Job string
 	// Cleanup, if set, is called with the job name once every rank has
 	// exited, to remove what the ranks left behind (shm.Cleanup removes
 	// /dev/shm/rdmactor-<job>-*). Its error is joined to Run's.
@@ -93,7 +113,7 @@ func maxRanks() int {
 }
 
 // Run starts o.NP ranks of o.Prog, waits for all of them and returns their
-// results, indexed by rank. Its error is nil when every rank exited with 0;
+// results, indexed by local rank (rank - o.RankBase). Its error is nil when every rank exited with 0;
 // otherwise it is a *RankError naming the first failed rank, ErrTimeout
 // (wrapped) when o.Timeout ran out, ctx's error when ctx ended (ranks are
 // killed then too), or a start error; an error of o.Cleanup is joined. The
@@ -101,6 +121,12 @@ func maxRanks() int {
 func Run(ctx context.Context, o Options) ([]Result, error) {
 	if o.NP < 1 {
 		return nil, fmt.Errorf("launch: NP = %d, want >= 1", o.NP)
+	}
+	if o.WorldSize == 0 {
+		o.WorldSize = o.NP
+	}
+	if o.RankBase < 0 || o.RankBase+o.NP > o.WorldSize {
+		return nil, fmt.Errorf("launch: ranks %d..%d do not fit a world of %d", o.RankBase, o.RankBase+o.NP-1, o.WorldSize)
 	}
 	if most := maxRanks(); o.NP > most {
 		return nil, fmt.Errorf("launch: NP = %d, over the limit of %d ranks on one host (%d, or what the open-file limit allows at %d descriptors per rank); run across hosts for more", o.NP, most, MaxRanks, fdsPerRank)
@@ -120,19 +146,54 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 	if o.Host == "" {
 		o.Host = "127.0.0.1"
 	}
-	port, err := freePort(o.Host)
-	if err != nil {
-		return nil, err
+	spans := o.WorldSize > o.NP
+	var secret string
+	if spans {
+		if o.Addr == "" {
+			return nil, errors.New("launch: a job across hosts needs the bootstrap address (Addr), the same on every host")
+		}
+		var err error
+		if secret, err = sharedSecret(); err != nil {
+			return nil, err
+		}
 	}
-	name := jobName()
+	addr := o.Addr
+	if addr == "" {
+		port, err := freePort(o.Host)
+		if err != nil {
+			return nil, err
+		}
+		addr = net.JoinHostPort(o.Host, strconv.Itoa(port))
+	} else if _, _, err := net.SplitHostPort(addr); err != nil {
+		return nil, fmt.Errorf("launch: bootstrap address %q: %w", addr, err)
+	} else if o.RankBase == 0 {
+		// Rank 0 serves the rendezvous here: fail now, and clearly, where
+		// it could not.
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			return nil, fmt.Errorf("launch: rank 0 cannot serve the bootstrap address %s from this host (is it this host's address, and the port free?): %w", addr, err)
+		}
+		l.Close()
+	}
+	name := o.Job
+	switch {
+	case name != "":
+	case spans && os.Getenv(EnvJob) != "":
+		name = os.Getenv(EnvJob)
+	case spans:
+		name = sharedJobName(secret, addr)
+	default:
+		name = jobName()
+	}
 	env := append(os.Environ(), o.Env...)
 	env = append(env,
-		EnvWorldSize+"="+strconv.Itoa(o.NP),
-		EnvBootstrap+"="+net.JoinHostPort(o.Host, strconv.Itoa(port)),
+		EnvWorldSize+"="+strconv.Itoa(o.WorldSize),
+		EnvLocalSize+"="+strconv.Itoa(o.NP),
+		EnvBootstrap+"="+addr,
 		EnvTransport+"="+o.Transport,
 		EnvJob+"="+name,
 	)
-	if os.Getenv(EnvSecret) == "" && os.Getenv(EnvSecretFile) == "" {
+	if !spans && os.Getenv(EnvSecret) == "" && os.Getenv(EnvSecretFile) == "" {
 		// A job secret of its own (a caller's, e.g. rdmarun across hosts,
 		// is inherited): the ranks' environments, readable by this user
 		// only (proc(5)), carry it; no control message does.
@@ -144,7 +205,7 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 	}
 	j := newJob(&o)
 	startErr := j.start(env)
-	err = j.wait(ctx, startErr)
+	err := j.wait(ctx, startErr)
 	if o.Cleanup != nil {
 		if cerr := o.Cleanup(name); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("launch: cleanup of job %s: %w", name, cerr))
@@ -161,6 +222,50 @@ func freePort(host string) (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// SecretHowTo says how to make a job secret that every host can share.
+const SecretHowTo = "make one with (umask 077; openssl rand -hex 32 > secret) and set " + EnvSecretFile + "=secret on every host (or " + EnvSecret + " to its content)"
+
+// sharedSecret returns the job secret of this process's environment, as
+// the ranks will read it (internal/bootstrap): hex in EnvSecret, or in the
+// file EnvSecretFile names, which only its owner may read. Across hosts no
+// launcher can make it up: every host must have the same one.
+func sharedSecret() (string, error) {
+	h := strings.TrimSpace(os.Getenv(EnvSecret))
+	if f := os.Getenv(EnvSecretFile); h == "" && f != "" {
+		st, err := os.Stat(f)
+		if err != nil {
+			return "", fmt.Errorf("launch: %s: %w", EnvSecretFile, err)
+		}
+		if st.Mode().Perm()&0o077 != 0 {
+			return "", fmt.Errorf("launch: %s=%s: mode %v, want no access for group and others (chmod 600)", EnvSecretFile, f, st.Mode().Perm())
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return "", fmt.Errorf("launch: %s: %w", EnvSecretFile, err)
+		}
+		h = strings.TrimSpace(string(b))
+	}
+	if h == "" {
+		return "", fmt.Errorf("launch: a job across hosts needs a secret all hosts share, and neither %s nor %s is set: %s", EnvSecret, EnvSecretFile, SecretHowTo)
+	}
+	b, err := hex.DecodeString(h)
+	if err != nil || len(b) < minSecret {
+		return "", fmt.Errorf("launch: the job secret must be at least %d bytes in hex: %s", minSecret, SecretHowTo)
+	}
+	return hex.EncodeToString(b), nil // one spelling on every host
+}
+
+// minSecret is internal/bootstrap's MinSecret, in bytes.
+const minSecret = 16
+
+// sharedJobName is "j" and 16 hex digits of a hash of the secret and the
+// bootstrap address: the same on every host of the job without another
+// flag, and a new one with each new secret.
+func sharedJobName(secret, addr string) string {
+	h := sha256.Sum256([]byte("rdmactor job name\x00" + secret + "\x00" + addr))
+	return "j" + hex.EncodeToString(h[:8])
 }
 
 // jobName returns "j<pid>x<8 random hex digits>".

@@ -201,3 +201,49 @@ func TestCleanupError(t *testing.T) {
 		t.Errorf("Run: %v, want the cleanup error", err)
 	}
 }
+
+// A launcher of part of a job across hosts numbers its ranks from RankBase,
+// reports them by their rank in the job, and passes the shared address and
+// a job name derived from the secret, the same for every launcher.
+func TestPartOfAJob(t *testing.T) {
+	t.Setenv(launch.EnvSecret, "00112233445566778899AABBCCDDEEFF")
+	t.Setenv(launch.EnvSecretFile, "")
+	t.Setenv(launch.EnvJob, "")
+	var out bytes.Buffer
+	o := sh(2, `echo $RDMACTOR_RANK $RDMACTOR_WORLD_SIZE $RDMACTOR_LOCAL_RANK $RDMACTOR_LOCAL_SIZE $RDMACTOR_BOOTSTRAP $RDMACTOR_JOB; [ $RDMACTOR_RANK = 3 ] && exit 6; exit 0`)
+	o.Stdout = &out
+	o.WorldSize, o.RankBase, o.Addr = 6, 2, "10.0.0.1:29400"
+	res, err := launch.Run(context.Background(), o)
+	var re *launch.RankError
+	if !errors.As(err, &re) || re.Rank != 3 || re.ExitCode != 6 {
+		t.Fatalf("Run: %v, want rank 3 failed with 6", err)
+	}
+	if len(res) != 2 || res[0].Rank != 2 || res[1].Rank != 3 || res[1].ExitCode != 6 {
+		t.Errorf("results %+v", res)
+	}
+	l := sortedLines(out.String())
+	if len(l) != 2 || !strings.HasPrefix(l[0], "[2] 2 6 0 2 10.0.0.1:29400 j") || !strings.HasPrefix(l[1], "[3] 3 6 1 2 10.0.0.1:29400 j") {
+		t.Fatalf("output %q", l)
+	}
+	job := strings.Fields(l[0])[6]
+	// Another host, the same secret spelt in lower case: the same job.
+	t.Setenv(launch.EnvSecret, "00112233445566778899aabbccddeeff")
+	out.Reset()
+	o = sh(1, `echo $RDMACTOR_JOB`)
+	o.Stdout = &out
+	o.WorldSize, o.RankBase, o.Addr = 6, 5, "10.0.0.1:29400"
+	if _, err := launch.Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(out.String()); got != "[5] "+job {
+		t.Errorf("job %q on the other host, want %q", got, "[5] "+job)
+	}
+	for _, bad := range []launch.Options{
+		{NP: 2, WorldSize: 3, RankBase: 2, Addr: "h:1", Prog: "true"},
+		{NP: 1, WorldSize: 2, RankBase: 1, Prog: "true"},
+	} {
+		if _, err := launch.Run(context.Background(), bad); err == nil {
+			t.Errorf("Run(%+v): no error", bad)
+		}
+	}
+}
