@@ -17,6 +17,8 @@ apt_install() {
 need go || { echo "test.sh: Go is required (https://go.dev/dl)"; exit 1; }
 # The race detector needs cgo and a C compiler.
 need gcc || apt_install gcc
+# Open MPI's mpirun runs the examples in examples/mpirun (skipped without it).
+need mpirun || apt_install openmpi-bin || echo "openmpi-bin could not be installed: the mpirun test skips"
 
 echo "== gofmt"
 bad=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
