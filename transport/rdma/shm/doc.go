@@ -44,18 +44,29 @@
 //
 // # Files and cleanup
 //
-// Each exported region is a file /dev/shm/rdmactor-<job>-r<rank>-<seq>
-// (os.TempDir() without /dev/shm). Files must not outlive the job, even if a
-// rank is killed with SIGKILL, so three mechanisms remove them:
+// Each exported region is one shared-memory file, which must not outlive
+// the job even if a rank or the launcher is killed with SIGKILL at any
+// moment. EnvFiles (RDMACTOR_SHM_FILES) chooses how, per exporting rank;
+// the descriptor says which, and importers follow it:
 //
-//  1. Unlink (Region.Unlink, Provider.Unlink, through the Unlinker
-//     interface): gin calls it once every peer has imported (after a
-//     barrier). Mappings stay valid; from then on nothing is left to clean,
-//     whatever happens to the rank.
-//  2. Close of a region or of the Provider removes files not yet unlinked.
-//  3. Cleanup(job): the launcher removes every file of the job once its
-//     ranks have exited, covering ranks killed between registration and
-//     Unlink.
+//   - memfd (default): memfd_create(2) makes a file named
+//     rdmactor-<job>-r<rank>-<seq> that is in no directory. The owner keeps
+//     its descriptor until the region's Close; a peer opens it as
+//     /proc/<owner pid>/fd/<fd>, after checking with readlink that it is
+//     that rank's region of this job, so ranks must share a PID namespace
+//     (and a user). The pages go with the last descriptor and mapping:
+//     nothing to remove, nothing a kill can leave. Unlink is a no-op; an
+//     Import after the owner exited or closed the region fails with
+//     ErrOwnerGone.
+//   - named: the file /dev/shm/rdmactor-<job>-r<rank>-<seq> (os.TempDir()
+//     without /dev/shm), for ranks that share /dev/shm but not a PID
+//     namespace (separate containers). Three mechanisms remove it:
+//     Unlink (Region.Unlink, Provider.Unlink, through the Unlinker
+//     interface), which gin calls once every peer has imported (after a
+//     barrier), mappings staying valid; Close of a region or of the
+//     Provider, for files not yet unlinked; and Cleanup(job), which the
+//     launcher runs once the ranks have exited, for ranks killed between
+//     registration and Unlink.
 //
 // # Concurrency
 //

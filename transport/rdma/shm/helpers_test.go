@@ -49,6 +49,15 @@ func jobFiles(tb testing.TB, job string) []string {
 	return names
 }
 
+// testFiles is the mode this test's providers export in (EnvFiles):
+// memfd, or named when TestNamedFiles re-runs the suite.
+func testFiles(tb testing.TB) fileMode {
+	tb.Helper()
+	m, err := filesFromEnv()
+	require.NoError(tb, err)
+	return m
+}
+
 // openRank opens the shm provider for rank of size in job through the
 // registry and closes it when the test ends (before testJob's check).
 func openRank(tb testing.TB, job string, rank, size int) *Provider {

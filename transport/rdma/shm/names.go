@@ -34,8 +34,9 @@ func checkJob(job string) error {
 	return nil
 }
 
-// fileName is the base name of the file backing region seq of rank in job:
-// rdmactor-<job>-r<rank>-<seq>.
+// fileName names region seq of rank in job, as a file in named mode and as
+// a memfd: rdmactor-<job>-r<rank>-<seq>. At most 242 bytes, within both
+// NAME_MAX (255) and memfd_create's 249.
 func fileName(job string, rank int, seq uint64) string {
 	return filePrefix + job + "-r" + strconv.Itoa(rank) + "-" + strconv.FormatUint(seq, 10)
 }
@@ -64,10 +65,11 @@ func allDigits(s string) bool {
 	return true
 }
 
-// Cleanup removes every file of job from the shared-memory directory
-// (/dev/shm/rdmactor-<job>-r<rank>-<seq>), whether its rank is alive or
-// not. The launcher calls it once every rank has exited, so that ranks
-// killed by SIGKILL leave nothing behind; tests call it too.
+// Cleanup removes every named-mode file of job from the shared-memory
+// directory (/dev/shm/rdmactor-<job>-r<rank>-<seq>), whether its rank is
+// alive or not. The launcher calls it once every rank has exited, so that
+// ranks killed by SIGKILL leave nothing behind; tests call it too. memfd
+// regions (the default, EnvFiles) have no file to remove.
 //
 // Live mappings of removed files stay valid (only the names go). It returns
 // an error for an invalid job name, and the joined errors of files it could
@@ -93,4 +95,61 @@ func Cleanup(job string) error {
 		return fmt.Errorf("shm: cleanup %s: %w", job, err)
 	}
 	return nil
+}
+
+// EnvFiles selects how a rank shares its exported regions, read by Open:
+//
+//   - "memfd" (the default, also when unset or empty): an anonymous
+//     memfd_create(2) file that has no name in any directory, so no kill at
+//     any moment leaves anything behind. Peers open it through
+//     /proc/<owner pid>/fd/<fd>, which needs every rank of the host in one
+//     PID namespace (and run by one user).
+//   - "named": a file /dev/shm/rdmactor-<job>-r<rank>-<seq>, for ranks
+//     that share /dev/shm but not a PID namespace (separate containers).
+//     Unlink and Cleanup remove such files.
+//
+// The owner's setting decides: descriptors say which kind a region is and
+// importers follow it, whatever their own setting.
+const EnvFiles = "RDMACTOR_SHM_FILES"
+
+// fileMode is how an exported region is shared; its values are the
+// descriptor's files word.
+type fileMode uint32
+
+const (
+	modeMemfd fileMode = 1 // memfd_create, imported through /proc/<pid>/fd/<fd>
+	modeNamed fileMode = 2 // a file in the shm directory, imported by name
+)
+
+func (m fileMode) String() string {
+	switch m {
+	case modeMemfd:
+		return "memfd"
+	case modeNamed:
+		return "named"
+	}
+	return "fileMode(" + strconv.FormatUint(uint64(m), 10) + ")"
+}
+
+// filesFromEnv reads EnvFiles; an unknown value is an error rather than a
+// silent default, since the two modes differ in what a kill leaves behind.
+func filesFromEnv() (fileMode, error) {
+	switch v := strings.ToLower(strings.TrimSpace(os.Getenv(EnvFiles))); v {
+	case "", "memfd":
+		return modeMemfd, nil
+	case "named":
+		return modeNamed, nil
+	default:
+		return 0, fmt.Errorf("shm: %s=%q: want memfd or named", EnvFiles, v)
+	}
+}
+
+// memfdTarget is what readlink(2) of /proc/<pid>/fd/<fd> shows for the
+// memfd named name (memfd files are always unlinked).
+func memfdTarget(name string) string { return "/memfd:" + name + " (deleted)" }
+
+// procFDPath is the magic link through which a process of the same user
+// (and PID namespace) opens fd of process pid.
+func procFDPath(pid, fd int) string {
+	return "/proc/" + strconv.Itoa(pid) + "/fd/" + strconv.Itoa(fd)
 }

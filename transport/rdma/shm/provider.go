@@ -1,8 +1,10 @@
 package shm
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 
@@ -33,8 +35,9 @@ var capabilities = rdma.Capabilities{
 // Lock order: Provider.mu -> Region.mu (Import of an own region). Region
 // and import Close take their own lock, release it, then Provider.mu.
 type Provider struct {
-	cfg rdma.Config
-	dir string
+	cfg   rdma.Config
+	dir   string
+	files fileMode // how this rank's exported regions are shared (EnvFiles)
 
 	mu      sync.Mutex
 	closed  bool
@@ -49,13 +52,15 @@ var (
 	_ Unlinker      = (*Provider)(nil)
 )
 
-// Open opens the shm provider for cfg.Rank. cfg.Job names the files of the
-// job's exported regions and must be 1 to 200 bytes of [A-Za-z0-9._-]; it
-// must be unique per job, since two live jobs of one name collide on file
-// names (RegisterMemory then fails: the file exists). Several providers may
-// live in one process (goroutine ranks), each with its own Rank.
+// Open opens the shm provider for cfg.Rank. cfg.Job names the job's
+// exported regions and must be 1 to 200 bytes of [A-Za-z0-9._-]; it must be
+// unique per job, since in named mode two live jobs of one name collide on
+// file names (RegisterMemory then fails: the file exists). EnvFiles, read
+// here, selects memfd (default) or named files for the regions this rank
+// exports. Several providers may live in one process (goroutine ranks),
+// each with its own Rank.
 //
-// Open returns an error for an invalid job name or rank.
+// Open returns an error for an invalid job name, rank or EnvFiles value.
 func Open(cfg rdma.Config) (rdma.Provider, error) {
 	if cfg.Size <= 0 || cfg.Rank < 0 || cfg.Rank >= cfg.Size {
 		return nil, fmt.Errorf("shm: open: rank %d of size %d: invalid", cfg.Rank, cfg.Size)
@@ -63,9 +68,14 @@ func Open(cfg rdma.Config) (rdma.Provider, error) {
 	if err := checkJob(cfg.Job); err != nil {
 		return nil, err
 	}
+	files, err := filesFromEnv()
+	if err != nil {
+		return nil, err
+	}
 	return &Provider{
 		cfg:     cfg,
 		dir:     shmDir(),
+		files:   files,
 		regions: map[uint64]*Region{},
 		imports: map[*remoteRegion]struct{}{},
 		qps:     map[*qp]struct{}{},
@@ -83,16 +93,19 @@ func (p *Provider) Capabilities() rdma.Capabilities { return capabilities }
 func (p *Provider) Rank() int { return p.cfg.Rank }
 
 // RegisterMemory allocates size bytes of zeroed memory. Without
-// rdma.LocalOnly it creates /dev/shm/rdmactor-<job>-r<rank>-<seq>, sized to
-// size rounded up to the page size (at least one page), and maps it shared;
-// its Descriptor lets peers Import it, and the file lives until the
+// rdma.LocalOnly it creates a shared-memory file of size bytes plus the
+// doorbell line, rounded up to the page size (mmap.go), and maps it shared;
+// its Descriptor lets peers Import it. In memfd mode (EnvFiles) the file is
+// a memfd named rdmactor-<job>-r<rank>-<seq>, with no name in any
+// directory, that peers can import until the region's Close; in named mode
+// it is /dev/shm/rdmactor-<job>-r<rank>-<seq>, which lives until the
 // region's Unlink or Close (or Cleanup of the job). With LocalOnly it is
 // plain memory with an empty descriptor. Size 0 is allowed. The result is a
 // *Region.
 //
 // It returns an error for a negative size, a file that cannot be created
-// (for instance left over by an earlier job of the same name), and
-// rdma.ErrClosed after Close.
+// (memfd_create unavailable; in named mode, a file left over by an earlier
+// job of the same name), and rdma.ErrClosed after Close.
 func (p *Provider) RegisterMemory(size int, flags rdma.RegionFlags) (rdma.MemoryRegion, error) {
 	n, err := mapLen(size)
 	if err != nil {
@@ -112,30 +125,55 @@ func (p *Provider) RegisterMemory(size int, flags rdma.RegionFlags) (rdma.Memory
 		r.local = true
 		r.mem = make([]byte, size)
 	} else {
-		r.path = filepath.Join(p.dir, fileName(p.cfg.Job, p.cfg.Rank, r.seq))
-		fd, err := createFile(r.path, n)
-		if err != nil {
-			return nil, fmt.Errorf("shm: register %d bytes: %w", size, err)
+		d := descriptor{rank: p.cfg.Rank, seq: r.seq, size: size, files: p.files}
+		name := fileName(p.cfg.Job, p.cfg.Rank, r.seq)
+		var fd int
+		if p.files == modeMemfd {
+			if fd, err = createMemfd(name, n); err != nil {
+				return nil, fmt.Errorf("shm: register %d bytes: %w", size, err)
+			}
+			d.pid, d.fd = os.Getpid(), fd
+			r.path = procFDPath(d.pid, fd)
+			r.unlinked = true // no name to remove
+		} else {
+			r.path = filepath.Join(p.dir, name)
+			if fd, err = createFile(r.path, n); err != nil {
+				return nil, fmt.Errorf("shm: register %d bytes: %w", size, err)
+			}
 		}
 		mem, err := mapShared(fd, n)
 		if err != nil {
-			return nil, errors.Join(fmt.Errorf("shm: register %s: %w", r.path, err), closeFD(fd), removeFile(r.path))
+			err = errors.Join(fmt.Errorf("shm: register %s: %w", r.path, err), closeFD(fd))
+			if !r.unlinked {
+				err = errors.Join(err, removeFile(r.path))
+			}
+			return nil, err
 		}
-		r.fd, r.mem, r.bell = fd, mem, bellOf(mem)
-		r.desc = descriptor{rank: p.cfg.Rank, seq: r.seq, size: size}.encode()
+		r.fd, r.mem, r.bell, r.files = fd, mem, bellOf(mem), p.files
+		r.desc = d.encode()
 	}
 	p.regions[r.seq] = r
 	return r, nil
 }
 
-// Import maps a peer's exported region from its Descriptor. The descriptor
-// must come from rank peer of the same job; its file must still exist
-// (peers import before the owner's Unlink), except for the provider's own
-// regions (peer == Rank, loopback), which are re-mapped from the file
-// descriptor the owner keeps. The result's Close unmaps it.
+// ErrOwnerGone is wrapped by Import's error when a memfd region's owner
+// has exited (or closed the region): its pages are reachable only through
+// the owner's open descriptor, so nothing can import them any more.
+var ErrOwnerGone = errors.New("the region's owner has exited or closed it")
+
+// Import maps a peer's exported region from its Descriptor, in the mode the
+// descriptor names whatever this rank's EnvFiles. The descriptor must come
+// from rank peer of the same job. A memfd region is opened as
+// /proc/<owner pid>/fd/<fd>, which must be that rank's region of this job
+// (readlink shows its name) and needs the owner alive with the region open;
+// a named file must still exist (peers import before the owner's Unlink).
+// The provider's own regions (peer == Rank, loopback) are re-mapped from
+// the file descriptor the owner keeps. The result's Close unmaps it.
 //
 // It returns an error for a malformed descriptor, a descriptor of another
-// rank, a missing or short file, and rdma.ErrClosed after Close.
+// rank, a missing (os.ErrNotExist) or short file, an error wrapping
+// ErrOwnerGone for a memfd region whose owner exited or closed it, and
+// rdma.ErrClosed after Close.
 func (p *Provider) Import(peer int, desc []byte) (rdma.RemoteRegion, error) {
 	if peer < 0 || peer >= p.cfg.Size {
 		return nil, fmt.Errorf("shm: import: peer %d of size %d: invalid", peer, p.cfg.Size)
@@ -151,7 +189,11 @@ func (p *Provider) Import(peer int, desc []byte) (rdma.RemoteRegion, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shm: import from rank %d: %w", peer, err)
 	}
-	path := filepath.Join(p.dir, fileName(p.cfg.Job, peer, d.seq))
+	name := fileName(p.cfg.Job, peer, d.seq)
+	path := filepath.Join(p.dir, name)
+	if d.files == modeMemfd {
+		path = procFDPath(d.pid, d.fd)
+	}
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -163,6 +205,9 @@ func (p *Provider) Import(peer int, desc []byte) (rdma.RemoteRegion, error) {
 		if own.size != d.size {
 			return nil, fmt.Errorf("shm: import %s: %w: size %d, region has %d", path, errBadDescriptor, d.size, own.size)
 		}
+		if !bytes.Equal(desc, own.desc) {
+			return nil, fmt.Errorf("shm: import %s: %w: not the region's descriptor", path, errBadDescriptor)
+		}
 		own.mu.Lock()
 		if own.fd >= 0 {
 			mem, err = mapShared(own.fd, n)
@@ -172,7 +217,12 @@ func (p *Provider) Import(peer int, desc []byte) (rdma.RemoteRegion, error) {
 		own.mu.Unlock()
 	} else {
 		var fd int
-		if fd, err = openFile(path, n); err == nil {
+		if d.files == modeMemfd {
+			fd, err = openMemfd(peer, d.pid, d.fd, name, n)
+		} else {
+			fd, err = openFile(path, n)
+		}
+		if err == nil {
 			mem, err = mapShared(fd, n)
 			err = errors.Join(err, closeFD(fd)) // the mapping holds the file
 		}
@@ -209,9 +259,10 @@ func (p *Provider) Connect(peer int, cq rdma.CompletionHandler) (rdma.QP, error)
 	return q, nil
 }
 
-// Unlink removes the files of every exported region registered so far (see
-// Region.Unlink); mappings stay valid. gin calls it once every peer has
-// imported every window. It returns the joined errors of the regions, and
+// Unlink removes the files of every exported named-mode region registered
+// so far (see Region.Unlink; memfd regions have no name, so it does nothing
+// for them); mappings stay valid. gin calls it once every peer has imported
+// every window. It returns the joined errors of the regions, and
 // rdma.ErrClosed after Close.
 func (p *Provider) Unlink() error {
 	p.mu.Lock()
@@ -234,8 +285,8 @@ func (p *Provider) Unlink() error {
 }
 
 // Close closes every QP, import and region of the provider, in that order,
-// removing the files of its regions. Later calls return rdma.ErrClosed,
-// Close included.
+// removing the named files of its regions and closing their descriptors.
+// Later calls return rdma.ErrClosed, Close included.
 func (p *Provider) Close() error {
 	p.mu.Lock()
 	if p.closed {

@@ -2,6 +2,7 @@ package shm
 
 import (
 	"math"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -238,6 +239,11 @@ func TestLoopback(t *testing.T) {
 		require.NoError(t, q.Close())
 	}
 	assert.Equal(t, uint64(2), word(r.(*Region), 8))
+
+	// Another descriptor with the region's sequence number is not it.
+	bad := descriptor{rank: 0, seq: r.(*Region).seq, size: 4096, files: modeMemfd, pid: os.Getpid(), fd: 0}
+	_, err = p.Import(0, bad.encode())
+	require.ErrorIs(t, err, errBadDescriptor)
 }
 
 func TestClosed(t *testing.T) {

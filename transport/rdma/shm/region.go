@@ -13,17 +13,18 @@ import (
 
 // Unlinker is implemented by shm regions and by *Provider. gin type-asserts
 // a rdma.MemoryRegion to it and calls Unlink once every peer has imported
-// the region (after a barrier), so that no file outlives the job even if a
-// rank is killed later.
+// the region (after a barrier), so that no named file outlives the job even
+// if a rank is killed later. memfd regions have no name: Unlink is a no-op.
 type Unlinker interface {
-	// Unlink removes the region's file name; mappings stay valid.
+	// Unlink removes the region's file name, if it has one; mappings stay
+	// valid.
 	Unlink() error
 }
 
 // Region is a local memory region of an shm Provider, the concrete type of
 // what RegisterMemory returns. An exported region (without rdma.LocalOnly)
-// is a MAP_SHARED mapping of a file in /dev/shm; a LocalOnly region is
-// ordinary Go memory.
+// is a MAP_SHARED mapping of a memfd or, in named mode, of a file in
+// /dev/shm (EnvFiles); a LocalOnly region is ordinary Go memory.
 //
 // Bytes, Descriptor, Path and Size are safe for concurrent use; Close and
 // Unlink may be called concurrently with them and with Posts naming the
@@ -35,13 +36,14 @@ type Region struct {
 	mem   []byte // the whole mapping (mapLen bytes); mem[:size] is the window; immutable
 	desc  []byte // nil for LocalOnly
 	seq   uint64
-	path  string // "" for LocalOnly
+	path  string   // what peers open: /proc/<pid>/fd/<fd> or the named file; "" for LocalOnly
+	files fileMode // 0 for LocalOnly
 	local bool
 	bell  futex.Bell // the mapping's doorbell line (mmap.go); zero for LocalOnly
 
 	mu       sync.Mutex
-	fd       int // kept open so the owner can re-map after Unlink (loopback import)
-	unlinked bool
+	fd       int  // kept open: peers open a memfd through it; the owner re-maps after Unlink (loopback import)
+	unlinked bool // no name left to remove (always true for memfd)
 }
 
 var (
@@ -79,7 +81,7 @@ func (r *Region) Bytes() []byte {
 // Size is the region's length in bytes.
 func (r *Region) Size() int { return r.size }
 
-// Descriptor returns a copy of what a peer passes to Import (32 bytes), or
+// Descriptor returns a copy of what a peer passes to Import (40 bytes), or
 // nil for a LocalOnly region.
 func (r *Region) Descriptor() []byte {
 	if r.desc == nil {
@@ -88,15 +90,18 @@ func (r *Region) Descriptor() []byte {
 	return append([]byte(nil), r.desc...)
 }
 
-// Path is the file backing an exported region ("" for LocalOnly). The name
-// may already be gone (Unlink, Cleanup).
+// Path is where peers open an exported region: /proc/<pid>/fd/<fd> for a
+// memfd (valid while the region is open), the file in the shm directory in
+// named mode (the name may already be gone: Unlink, Cleanup), and "" for
+// LocalOnly.
 func (r *Region) Path() string { return r.path }
 
-// Unlink removes the region's file. Mappings made before, here and in the
-// peers, stay valid, and this rank can still import its own region
+// Unlink removes a named-mode region's file. Mappings made before, here and
+// in the peers, stay valid, and this rank can still import its own region
 // (loopback); peers can no longer Import it. Call it once every peer has
-// imported. Unlinking twice, or a LocalOnly region, is a no-op; after Close
-// it returns rdma.ErrClosed.
+// imported. Unlinking twice, a memfd region (it has no name; peers can
+// import it until Close) or a LocalOnly region is a no-op; after Close it
+// returns rdma.ErrClosed.
 func (r *Region) Unlink() error {
 	if r.local {
 		return nil
@@ -116,9 +121,10 @@ func (r *Region) Unlink() error {
 	return nil
 }
 
-// Close unmaps the region and removes its file if Unlink has not. Posts
-// naming it afterwards fail with rdma.ErrClosed; peers' imports stay mapped
-// (the pages live until the last mapping goes). A second Close returns
+// Close unmaps the region, closes its descriptor (peers can no longer import
+// a memfd region) and removes a named file if Unlink has not. Posts naming
+// it afterwards fail with rdma.ErrClosed; peers' imports stay mapped (the
+// pages live until the last mapping goes). A second Close returns
 // rdma.ErrClosed.
 func (r *Region) Close() error {
 	if err := r.close(); err != nil {

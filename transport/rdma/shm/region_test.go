@@ -40,7 +40,15 @@ func TestRegisterMemory(t *testing.T) {
 				assert.NoError(t, r.Unlink())
 			} else {
 				assert.Len(t, r.Descriptor(), descLen)
-				assert.Regexp(t, `/rdmactor-`+job+`-r3-\d+$`, r.Path())
+				if testFiles(t) == modeMemfd {
+					assert.Regexp(t, `^/proc/\d+/fd/\d+$`, r.Path())
+					target, err := os.Readlink(r.Path())
+					require.NoError(t, err)
+					assert.Regexp(t, `^/memfd:rdmactor-`+job+`-r3-\d+ \(deleted\)$`, target)
+					assert.Empty(t, jobFiles(t, job), "a memfd has no name in the shm directory")
+				} else {
+					assert.Regexp(t, `/rdmactor-`+job+`-r3-\d+$`, r.Path())
+				}
 				st, err := os.Stat(r.Path())
 				require.NoError(t, err)
 				assert.Zero(t, st.Size()%int64(os.Getpagesize()))
@@ -51,10 +59,18 @@ func TestRegisterMemory(t *testing.T) {
 				assert.Equal(t, 3, imp.Peer())
 				require.NoError(t, imp.Close())
 			}
+			var target string
+			if r.files == modeMemfd {
+				target, _ = os.Readlink(r.Path())
+			}
 			require.NoError(t, r.Close())
 			assert.Nil(t, r.Bytes())
-			if r.Path() != "" {
+			switch r.files {
+			case modeNamed:
 				assert.NoFileExists(t, r.Path())
+			case modeMemfd:
+				after, _ := os.Readlink(r.Path())
+				assert.NotEqual(t, target, after, "Close closes the memfd")
 			}
 		})
 	}
@@ -74,6 +90,15 @@ func TestImportMalformed(t *testing.T) {
 		f(b)
 		return b
 	}
+	// memfd is good's region as a memfd of pid's fd, in either mode.
+	memfd := func(pid, fd int) []byte {
+		return descriptor{rank: 1, seq: pr.dst.seq, size: 4096, files: modeMemfd, pid: pid, fd: fd}.encode()
+	}
+	// wrongMode names the region in the mode it was not created in.
+	wrongMode := descriptor{rank: 1, seq: pr.dst.seq, size: 4096, files: modeNamed}.encode()
+	if pr.dst.files == modeNamed {
+		wrongMode = memfd(os.Getpid(), pr.dst.fd)
+	}
 	for _, tc := range []struct {
 		name string
 		peer int
@@ -85,7 +110,7 @@ func TestImportMalformed(t *testing.T) {
 		{"long", 1, append(append([]byte(nil), good...), 0)},
 		{"magic", 1, with(func(b []byte) { b[0] = 'x' })},
 		{"version", 1, with(func(b []byte) { b[4] = 9 })},
-		{"reserved", 1, with(func(b []byte) { b[12] = 1 })},
+		{"files high byte", 1, with(func(b []byte) { b[13] = 1 })},
 		{"other rank", 0, good},
 		{"rank out of world", 7, good},
 		{"negative peer", -1, good},
@@ -93,7 +118,27 @@ func TestImportMalformed(t *testing.T) {
 		{"size huge", 1, with(func(b []byte) { binary.LittleEndian.PutUint64(b[24:], 1<<63) })},
 		{"size past file", 1, with(func(b []byte) { binary.LittleEndian.PutUint64(b[24:], 8192) })},
 		{"no such file", 1, with(func(b []byte) { binary.LittleEndian.PutUint64(b[16:], 999) })},
-		{"garbage", 1, []byte("rdsh\x01\x00\x00\x00\xff\xff\xff\xff\x00\x00\x00\x00\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff")},
+		{"garbage", 1, []byte("rdsh\x03\x00\x00\x00\xff\xff\xff\xff\x01\x00\x00\x00\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff")},
+		{"version 2", 1, with(func(b []byte) { b[4] = 2 })},
+		{"files 0", 1, with(func(b []byte) { binary.LittleEndian.PutUint32(b[12:], 0) })},
+		{"files 3", 1, with(func(b []byte) { binary.LittleEndian.PutUint32(b[12:], 3) })},
+		{"memfd pid 0", 1, memfd(0, pr.dst.fd)},
+		{"memfd pid huge", 1, memfd(1<<31, pr.dst.fd)},
+		{"memfd fd huge", 1, memfd(os.Getpid(), 1<<31)},
+		{"memfd fd not a region", 1, memfd(os.Getpid(), 0)},
+		{"memfd of another process", 1, memfd(1, pr.dst.fd)},
+		{"memfd of no process", 1, memfd(1<<22+1, 3)},
+		{"named with pid", 1, with(func(b []byte) {
+			binary.LittleEndian.PutUint32(b[12:], uint32(modeNamed))
+			binary.LittleEndian.PutUint32(b[32:], 1)
+			binary.LittleEndian.PutUint32(b[36:], 0)
+		})},
+		{"named with fd", 1, with(func(b []byte) {
+			binary.LittleEndian.PutUint32(b[12:], uint32(modeNamed))
+			binary.LittleEndian.PutUint32(b[32:], 0)
+			binary.LittleEndian.PutUint32(b[36:], 1)
+		})},
+		{"wrong mode", 1, wrongMode},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			imp, err := pr.p0.Import(tc.peer, tc.desc)
@@ -104,7 +149,8 @@ func TestImportMalformed(t *testing.T) {
 }
 
 func FuzzDecodeDescriptor(f *testing.F) {
-	f.Add(descriptor{rank: 1, seq: 2, size: 4096}.encode())
+	f.Add(descriptor{rank: 1, seq: 2, size: 4096, files: modeNamed}.encode())
+	f.Add(descriptor{rank: 1, seq: 2, size: 4096, files: modeMemfd, pid: 1234, fd: 7}.encode())
 	f.Add([]byte("rdsh"))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -119,12 +165,42 @@ func FuzzDecodeDescriptor(f *testing.F) {
 	})
 }
 
+func TestDecodeDescriptor(t *testing.T) {
+	for _, d := range []descriptor{
+		{rank: 0, seq: 1, size: 0, files: modeNamed},
+		{rank: 3, seq: 1 << 40, size: 1 << 30, files: modeMemfd, pid: 1, fd: 0},
+		{rank: 1<<31 - 1, seq: 9, size: 4096, files: modeMemfd, pid: 1<<31 - 1, fd: 1<<31 - 1},
+	} {
+		got, err := decodeDescriptor(d.encode())
+		require.NoError(t, err)
+		assert.Equal(t, d, got)
+	}
+	for _, d := range []descriptor{
+		{files: 0},
+		{files: 3},
+		{files: modeMemfd, pid: 0, fd: 3},
+		{files: modeMemfd, pid: 1 << 31, fd: 3},
+		{files: modeMemfd, pid: 1, fd: 1 << 31},
+		{files: modeMemfd, pid: 1, fd: -1},
+		{files: modeNamed, pid: 1},
+		{files: modeNamed, fd: 1},
+	} {
+		_, err := decodeDescriptor(d.encode())
+		assert.ErrorIs(t, err, errBadDescriptor, "%+v", d)
+	}
+}
+
 func TestUnlink(t *testing.T) {
 	pr := newPair(t, 64, 4096)
+	named := pr.dst.files == modeNamed
 	path := pr.dst.Path()
 	require.FileExists(t, path)
 	require.NoError(t, pr.dst.Unlink())
-	assert.NoFileExists(t, path)
+	if named {
+		assert.NoFileExists(t, path)
+	} else {
+		assert.FileExists(t, path, "a memfd has no name: Unlink is a no-op")
+	}
 	require.NoError(t, pr.dst.Unlink(), "twice")
 
 	// The import made before still writes into the owner's mapping.
@@ -134,9 +210,15 @@ func TestUnlink(t *testing.T) {
 	assert.Equal(t, "after unlink", string(pr.dst.Bytes()[100:112]))
 	assert.Equal(t, uint64(1), word(pr.dst, 0))
 
-	// A new import from another rank needs the name.
-	_, err := pr.p0.Import(1, pr.dst.Descriptor())
-	require.ErrorIs(t, err, os.ErrNotExist)
+	// A new import from another rank needs the name of a named file; a
+	// memfd stays importable until its owner closes it.
+	imp, err := pr.p0.Import(1, pr.dst.Descriptor())
+	if named {
+		require.ErrorIs(t, err, os.ErrNotExist)
+	} else {
+		require.NoError(t, err)
+		require.NoError(t, imp.Close())
+	}
 
 	// Provider.Unlink covers every exported region.
 	more, err := pr.p1.RegisterMemory(8, 0)
@@ -144,11 +226,17 @@ func TestUnlink(t *testing.T) {
 	require.FileExists(t, more.(*Region).Path())
 	var u Unlinker = pr.p1
 	require.NoError(t, u.Unlink())
-	assert.NoFileExists(t, more.(*Region).Path())
+	if named {
+		assert.NoFileExists(t, more.(*Region).Path())
+	}
 	assert.Empty(t, jobFiles(t, pr.p1.cfg.Job))
 
 	require.NoError(t, pr.dst.Close())
 	require.ErrorIs(t, pr.dst.Unlink(), rdma.ErrClosed)
+	if !named {
+		_, err := pr.p0.Import(1, pr.dst.Descriptor())
+		require.ErrorIs(t, err, ErrOwnerGone, "a closed memfd region cannot be imported")
+	}
 }
 
 func TestCleanup(t *testing.T) {
@@ -176,7 +264,12 @@ func TestCleanup(t *testing.T) {
 			assert.NoError(t, os.Remove(f))
 		}
 	})
-	assert.Len(t, jobFiles(t, job), 4)
+	named := testFiles(t) == modeNamed
+	if named {
+		assert.Len(t, jobFiles(t, job), 4)
+	} else {
+		assert.Len(t, jobFiles(t, job), 1, "memfd regions have no file")
+	}
 
 	require.NoError(t, Cleanup(job))
 	assert.Empty(t, jobFiles(t, job))
@@ -184,7 +277,11 @@ func TestCleanup(t *testing.T) {
 		assert.FileExists(t, f, "not of this job")
 	}
 	for _, f := range paths {
-		assert.NoFileExists(t, f)
+		if named {
+			assert.NoFileExists(t, f)
+		} else {
+			assert.FileExists(t, f, "Cleanup leaves memfd regions alone")
+		}
 	}
 	require.NoError(t, Cleanup(job), "idempotent")
 	require.Error(t, Cleanup("../etc"))
@@ -197,6 +294,15 @@ func TestRegisterExistingFile(t *testing.T) {
 	p := openRank(t, job, 0, 1)
 	stale := filepath.Join(shmDir(), fileName(job, 0, 1))
 	require.NoError(t, os.WriteFile(stale, []byte("stale"), 0o600))
+	if testFiles(t) == modeMemfd {
+		_, err := p.RegisterMemory(8, 0)
+		require.NoError(t, err, "a memfd needs no name in the shm directory")
+		b, err := os.ReadFile(stale)
+		require.NoError(t, err)
+		assert.Equal(t, "stale", string(b), "untouched")
+		require.NoError(t, os.Remove(stale))
+		return
+	}
 	_, err := p.RegisterMemory(8, 0)
 	require.ErrorIs(t, err, os.ErrExist, "an existing name is never reused")
 	require.NoError(t, os.Remove(stale))
