@@ -36,6 +36,8 @@ type Mailbox struct {
 	out []outPair // by receiver rank
 	in  []inPair  // by sender rank; only the receive loop touches them
 	rc  recvCounters
+	// pause holds pairs whose head frame the Handler cannot take yet.
+	pause pauseState
 
 	kicks      chan int // pairs handed to the writer
 	stopWriter chan struct{}
@@ -114,6 +116,7 @@ func New(ctx context.Context, comm *gin.Comm, cfg Config) (*Mailbox, error) {
 		kicks:       make(chan int, n),
 		stopWriter:  make(chan struct{}),
 	}
+	m.pause.init(n)
 	// Reset before the window's collective: no peer can send to this rank
 	// until every rank registered it, so nothing races with the reset.
 	for s := range 2 * n {
@@ -173,6 +176,7 @@ func (m *Mailbox) Stats() Stats {
 	s.CorruptFrames = m.rc.corruptFrames.Load()
 	s.HandlerPanics = m.rc.handlerPanics.Load()
 	s.Waits = m.rc.waits.Load()
+	s.Holds = m.rc.holds.Load()
 	return s
 }
 

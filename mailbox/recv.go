@@ -19,7 +19,8 @@ type Handler struct {
 	// returns, so a Frame that blocks stalls that sender (and, while it
 	// blocks, every sender: there is one loop). A panic in Frame is
 	// recovered, counted (Stats.HandlerPanics) and reported to Error; the
-	// loop goes on with the next frame.
+	// loop goes on with the next frame. Frame may leave the frame in the
+	// ring for later and hold its pair instead (Mailbox.Hold).
 	Frame func(from int, kind Kind, body []byte)
 	// Error, if not nil, is told about a corrupt frame (*FrameError: that
 	// pair is closed, the others go on), a panic in Frame, and the error
@@ -109,7 +110,7 @@ func (m *Mailbox) run(h Handler) {
 		set = set[:0]
 		for s := range m.in {
 			if q := &m.in[s]; !q.closed && m.comm.PeerErr(s) == nil {
-				set = append(set, gin.SignalWait{Signal: m.lay.FrameSignal(s), Least: q.r.frames + 1})
+				set = append(set, gin.SignalWait{Signal: m.lay.FrameSignal(s), Least: m.waitLeast(s, q)})
 			}
 		}
 		if len(set) == 0 { // every pair closed: only Close is left to wait for
@@ -141,7 +142,7 @@ func (m *Mailbox) waitFrames(set []gin.SignalWait) error {
 		m.waitCtx = ctx
 		m.waitCancel.Store(&cancel)
 	}
-	if nanotime() < m.awakeUntil.Load() { // an Expect that found the old context
+	if nanotime() < m.awakeUntil.Load() || m.resumesPending() { // an Expect or Resume that found the old context
 		return nil
 	}
 	m.rc.waits.Add(1)
@@ -192,7 +193,7 @@ func (m *Mailbox) fail(err error, h Handler) {
 // handled, or the error of the signal read (the Comm failed).
 func (m *Mailbox) poll(s int, h Handler) (int, error) {
 	q := &m.in[s]
-	if q.closed {
+	if q.closed || m.held(s) {
 		return 0, nil
 	}
 	v, err := m.x.ReadSignal(m.lay.FrameSignal(s), 64)
@@ -213,8 +214,8 @@ func (m *Mailbox) poll(s int, h Handler) (int, error) {
 }
 
 // next hands the frame at q's head to h, skipping a pad before it. It
-// reports false when the ring holds no valid frame there; the pair is then
-// closed.
+// reports false when the ring holds no valid frame there (the pair is then
+// closed) or when h held the frame (Hold).
 func (m *Mailbox) next(s int, q *inPair, h Handler) bool {
 	off := m.lay.InboxOffset(s)
 	ring := m.win.Bytes()[off : off+m.lay.RingBytes]
@@ -234,9 +235,12 @@ func (m *Mailbox) next(s int, q *inPair, h Handler) bool {
 			q.r.skip(room)
 			continue
 		}
+		m.deliver(s, hd.kind, ring[at+headerBytes:at+uint64(hd.len)], h)
+		if m.tookHold(s) { // the frame stays at the head until Resume (pause.go)
+			return false
+		}
 		m.rc.frames.Add(1)
 		m.rc.bytes.Add(uint64(hd.len) - headerBytes)
-		m.deliver(s, hd.kind, ring[at+headerBytes:at+uint64(hd.len)], h)
 		q.r.consume(uint64(hd.len))
 		return true
 	}

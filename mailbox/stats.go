@@ -23,6 +23,9 @@ type Stats struct {
 	// blocks in the provider); the loop does not wait while it lingers
 	// (Config.Linger) or expects an answer (Expect).
 	Waits uint64
+	// Holds counts the frames Handler.Frame held back (Hold): each Hold
+	// of a frame handed over again after Resume counts once more.
+	Holds uint64
 }
 
 // sendCounters are one pair's send-side Stats, guarded by its lock (so
@@ -34,5 +37,5 @@ type sendCounters struct {
 // recvCounters are the receive-side Stats: written only by the receive
 // loop, read by Stats.
 type recvCounters struct {
-	frames, bytes, creditsReturned, corruptFrames, handlerPanics, waits atomic.Uint64
+	frames, bytes, creditsReturned, corruptFrames, handlerPanics, waits, holds atomic.Uint64
 }
