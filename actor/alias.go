@@ -81,22 +81,29 @@ var (
 
 // PropsFromProducer returns Props that create actors with producer
 // (protoactor-go's PropsFromProducer), running on Dispatcher unless opts
-// name another (protoactor.WithDispatcher).
+// name another (protoactor.WithDispatcher). Messages from other ranks to
+// these actors count against Config.MaxInbound until their Receive returns.
 func PropsFromProducer(producer Producer, opts ...PropsOption) *Props {
 	return protoactor.PropsFromProducer(producer, withDispatcher(opts)...)
 }
 
 // PropsFromFunc returns Props whose actor is the function f
 // (protoactor-go's PropsFromFunc), running on Dispatcher unless opts name
-// another.
+// another. Messages from other ranks to these actors count against
+// Config.MaxInbound until f returns.
 func PropsFromFunc(f ReceiveFunc, opts ...PropsOption) *Props {
 	return protoactor.PropsFromFunc(f, withDispatcher(opts)...)
 }
 
-// withDispatcher puts Dispatcher first, so that an option of the caller's
-// overrides it.
+// withDispatcher puts Dispatcher and the inbound count's middleware first,
+// so that an option of the caller's overrides the dispatcher, and the
+// middleware is outermost: it sees every message the actor takes, even
+// one a middleware of the caller's swallows.
 func withDispatcher(opts []PropsOption) []PropsOption {
-	return append([]PropsOption{protoactor.WithDispatcher(Dispatcher)}, opts...)
+	return append([]PropsOption{
+		protoactor.WithDispatcher(Dispatcher),
+		protoactor.WithReceiverMiddleware(inboundMiddleware),
+	}, opts...)
 }
 
 // NewPID returns the PID of actor id at address (protoactor-go's NewPID);

@@ -36,7 +36,26 @@ type Config struct {
 	// for generated and protobuf codecs, which know their size. Every rank
 	// passes the same value: a receiver drops pieces of a larger message.
 	MaxMessage int
+	// MaxInbound bounds, in bytes, the messages from other ranks that this
+	// rank has decoded and handed to actors but that those actors have
+	// not yet processed (their Receive has not returned); a message counts
+	// its frame body bytes (the whole message for one that came in
+	// pieces). Default DefaultMaxInbound; negative: no limit. Past it,
+	// a message for an actor that still has such messages waiting is not
+	// taken: the receive loop leaves it in its ring and reads nothing more
+	// from that sending rank until the actor has caught up or the total
+	// has fallen to half the limit. The sender's Sends then wait for
+	// credit and, after Mailbox.SendTimeout, fail with mailbox.ErrRingFull;
+	// nothing is dropped or reordered. An actor with nothing waiting still
+	// gets its next message, so the total can pass the limit by one
+	// message per actor. Only actors of this package's Props
+	// (PropsFromProducer, PropsFromFunc) are counted: the count needs to
+	// see their Receive return. See docs/actors.md, Inbound memory.
+	MaxInbound int
 }
+
+// DefaultMaxInbound is Config.MaxInbound's default: 64 MiB.
+const DefaultMaxInbound = 64 << 20
 
 // DefaultMaxMessage is Config.MaxMessage's default: 64 MiB.
 const DefaultMaxMessage = 64 << 20
@@ -47,5 +66,8 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxMessage <= 0 {
 		c.MaxMessage = DefaultMaxMessage
+	}
+	if c.MaxInbound == 0 {
+		c.MaxInbound = DefaultMaxInbound
 	}
 }

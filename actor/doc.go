@@ -63,6 +63,11 @@
 // promises. A send waits for ring credit when the receiving rank is
 // behind, for up to Config.Mailbox.SendTimeout (back-pressure, where
 // protoactor-go's remote queues without limit).
+// A receiving rank holds messages its actors have not processed up to
+// Config.MaxInbound bytes; past it, a sending rank whose next message is
+// for a busy actor is read no further until that actor catches up, so
+// the back-pressure reaches that sender (and its messages to the rank's
+// other actors wait too: docs/actors.md, Inbound memory).
 //
 // # Failures and how they are reported
 //

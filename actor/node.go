@@ -50,6 +50,7 @@ type Node struct {
 
 	chunkIDs atomic.Uint64  // numbers this node's chunked sends
 	pending  pendingFutures // futures waiting for other ranks' answers
+	in       inbound        // messages decoded and not yet processed (Config.MaxInbound)
 
 	slowQ  chan func()
 	stop   chan struct{}
@@ -116,6 +117,8 @@ func Start(ctx context.Context, comm *gin.Comm, cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("actor: start rank %d: %w", n.rank, err)
 	}
 	n.mb = mb
+	n.in.init(mb, cfg.MaxInbound, n.size)
+	n.system.Extensions.Register(&n.in)
 	// gin's notice of a lost rank, as soon as the bootstrap has it (the
 	// receive loop would find out at its next poll too).
 	comm.OnPeerLost(func(rank int, err error) {

@@ -34,14 +34,24 @@ func (n *Node) frame(from int, kind mailbox.Kind, body []byte) {
 	}
 }
 
-// recvMessage decodes a user or system message and delivers it.
-func (n *Node) recvMessage(from int, kind mailbox.Kind, body []byte) {
+// recvMessage decodes a user or system message and delivers it. It
+// reports true when it held the pair instead (Config.MaxInbound): the
+// frame stays in the ring and comes again after a Resume, so nothing was
+// done for it.
+func (n *Node) recvMessage(from int, kind mailbox.Kind, body []byte) (held bool) {
 	w, err := parseMessage(body)
 	if err != nil {
 		n.dropIncoming(from, &w, nil, nil, fmt.Errorf("%v: %w", err, ErrUndecodable))
-		return
+		return false
 	}
 	target := n.localPID(w.target)
+	var counted *inActor
+	if kind == kindUser {
+		if counted = n.in.lookup(target.Id); counted != nil && !counted.admit(from, int64(len(body))) {
+			n.mb.Hold(from)
+			return true
+		}
+	}
 	if kind == kindUser && len(w.target) > len(futurePrefix) && string(w.target[:len(futurePrefix)]) == futurePrefix {
 		n.pending.done(from, target.Id) // its answer
 	}
@@ -52,13 +62,19 @@ func (n *Node) recvMessage(from int, kind mailbox.Kind, body []byte) {
 	msg, err := decodePayload(&w, n.dec, &n.rd, &n.lastType)
 	if err != nil {
 		n.dropIncoming(from, &w, target, sender, err)
-		return
+		return false
 	}
 	if kind == kindSystem {
 		n.recvSystem(from, target, msg)
-		return
+		return false
 	}
-	if sender != nil || w.header != nil {
+	if counted != nil {
+		// Always an envelope: its pointer is how the actor's middleware
+		// tells this message from the actor's local ones.
+		env := &MessageEnvelope{Header: w.header, Message: msg, Sender: sender}
+		counted.push(env, int64(len(body)))
+		msg = env
+	} else if sender != nil || w.header != nil {
 		msg = &MessageEnvelope{Header: w.header, Message: msg, Sender: sender}
 	}
 	// target is cached, and so is the process it resolves to (with
@@ -66,6 +82,7 @@ func (n *Node) recvMessage(from int, kind mailbox.Kind, body []byte) {
 	// a dead letter here, and protoactor-go answers its sender with
 	// DeadLetterResponse, which remoteProcess sends without waiting.
 	n.system.Root.Send(target, msg)
+	return false
 }
 
 // recvSystem delivers a system message from another rank.
