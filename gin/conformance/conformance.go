@@ -51,6 +51,7 @@ func Run(t *testing.T, f Factory) {
 	t.Run("Flush", func(t *testing.T) { testFlush(t, f) })
 	t.Run("FlushAsync", func(t *testing.T) { testFlushAsync(t, f) })
 	t.Run("PutValue", func(t *testing.T) { testPutValue(t, f) })
+	t.Run("Get", func(t *testing.T) { testGet(t, f) })
 	t.Run("Aggregate", func(t *testing.T) { testAggregate(t, f) })
 	t.Run("Errors", func(t *testing.T) { testErrors(t, f) })
 	t.Run("VASignals", func(t *testing.T) { testVASignals(t, f) })

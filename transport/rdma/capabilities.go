@@ -22,6 +22,9 @@ type Capabilities struct {
 	// memory, NVLink): the LSA team of gin spans every rank this provider
 	// connects on one host.
 	LoadStore bool
+	// Get: OpRead is supported, a one-sided read of a peer's region
+	// (gin's Get; ncclGin::get, NCCL 2.30 device API).
+	Get bool
 	// Inline: WQEs execute inside Post (at the doorbell), so a completion is
 	// reported before Post returns and Progress never has work.
 	Inline bool

@@ -15,6 +15,11 @@ const (
 	OpWrite
 	// OpSignal applies Signal alone (an atomic fetch-add with no data).
 	OpSignal
+	// OpRead copies Len bytes from Remote at RemoteOff into Local at
+	// LocalOff (ibv_post_send IBV_WR_RDMA_READ, fi_read(3)); its
+	// completion says the bytes have landed. It carries no Signal.
+	// Providers that offer it say so in Capabilities.Get.
+	OpRead
 )
 
 // SignalMode is the kind of signal update, checked against what the target
@@ -50,11 +55,11 @@ type Signal struct {
 type WQE struct {
 	WrID      uint64 // returned in the completion; endpoint: [route:16 | seq:48]
 	Op        Opcode
-	Local     MemoryRegion // source region (OpWrite)
-	LocalOff  int          // source offset in bytes
-	Remote    RemoteRegion // destination region (OpWrite)
-	RemoteOff int          // destination offset in bytes
-	Len       int          // bytes to write (OpWrite); 0 is allowed
+	Local     MemoryRegion // source region (OpWrite), destination (OpRead)
+	LocalOff  int          // offset in Local in bytes
+	Remote    RemoteRegion // destination region (OpWrite), source (OpRead)
+	RemoteOff int          // offset in Remote in bytes
+	Len       int          // bytes to move (OpWrite, OpRead); 0 is allowed
 	Signal    Signal       // applied after the data (OpWrite, OpSignal)
 }
 

@@ -254,7 +254,7 @@ const maxPutSize = 1 << 30
 
 // capsOf computes the provider's rdma.Capabilities from the chosen fabric.
 func capsOf(it *info, s strategy, scMax int) rdma.Capabilities {
-	c := rdma.Capabilities{MaxPutSize: maxPutSize}
+	c := rdma.Capabilities{MaxPutSize: maxPutSize, Get: it.caps&fiRead != 0}
 	if it.maxMsgSize > 0 && it.maxMsgSize < maxPutSize {
 		c.MaxPutSize = int(it.maxMsgSize)
 	}

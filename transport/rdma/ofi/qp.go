@@ -304,7 +304,10 @@ func (q *qp) post1(w *rdma.WQE, ps *peerState, last bool) error {
 	case rdma.OpNop:
 		q.done(w.WrID)
 		return nil
-	case rdma.OpWrite:
+	case rdma.OpWrite, rdma.OpRead:
+		if w.Op == rdma.OpRead && w.Signal.Mode != rdma.SignalNone {
+			return errors.New("OpRead with a signal")
+		}
 		// The checks that pass inline, their errors through the functions
 		// that say why: the post is on a ping-pong's critical path, cold
 		// there, and each frame costs ~10 ns of a ~6 µs hop.
@@ -328,6 +331,10 @@ func (q *qp) post1(w *rdma.WQE, ps *peerState, last bool) error {
 		}
 		pl.lo, pl.n = w.LocalOff, w.Len
 		pl.raddr, pl.rkey = pl.remote.addr(w.RemoteOff), pl.remote.key
+		if w.Op == rdma.OpRead {
+			pl.dest = ps.addr
+			return q.submitRead(w.WrID, &pl, last)
+		}
 	case rdma.OpSignal:
 		if w.Signal.Mode == rdma.SignalNone {
 			return errors.New("OpSignal with SignalNone")
@@ -512,6 +519,28 @@ func (q *qp) submit(wrID uint64, pl *plan, ps *peerState, last bool) error {
 	return nil
 }
 
+// submitRead posts a validated read. It completes through the CQ once its
+// bytes have landed (never at post: fi_read has no inject).
+func (q *qp) submitRead(wrID uint64, pl *plan, last bool) error {
+	p := q.p
+	flags := fiCompletion
+	if !last {
+		flags |= fiMore
+	}
+	seq := q.push(wrID)
+	c := p.ctxs.get()
+	c.set(ctxOp, q.id, seq)
+	p.inflight.Add(1)
+	if err := q.read(pl.local.ptr(pl.lo), pl.n, pl.local.mr.desc, pl.dest, pl.raddr, pl.rkey, c, flags); err != nil {
+		p.inflight.Add(-1)
+		p.ctxs.put(c)
+		q.finish(seq, opCancelled, nil)
+		return err
+	}
+	p.wakeup() // the read moves only while the provider is polled
+	return nil
+}
+
 // submitStaged posts a small write from a copy of its source in the
 // provider's staging region (or, for zero bytes, from nowhere) and reports
 // the WQE complete at once: its source is consumed, as with FI_INJECT, but
@@ -640,8 +669,26 @@ func (q *qp) write(buf unsafe.Pointer, n int, desc uintptr, dest, raddr, rkey ui
 	return nil
 }
 
+// read posts fi_readmsg into buf, retrying as write does.
+func (q *qp) read(buf unsafe.Pointer, n int, desc uintptr, src, raddr, rkey uint64, c *ctx, flags uint64) error {
+	if r := q.p.f.read(buf, n, desc, src, raddr, rkey, c, flags); r != 0 {
+		return q.again(r, true, buf, n, desc, src, raddr, rkey, c, 0, flags)
+	}
+	return nil
+}
+
 // writeAgain is write after a first fi_writemsg that returned r (not 0).
 func (q *qp) writeAgain(r int, buf unsafe.Pointer, n int, desc uintptr, dest, raddr, rkey uint64, c *ctx, data, flags uint64) error {
+	return q.again(r, false, buf, n, desc, dest, raddr, rkey, c, data, flags)
+}
+
+// again retries an RMA (fi_readmsg with read, else fi_writemsg) that
+// returned r (not 0) while it returns -FI_EAGAIN.
+func (q *qp) again(r int, read bool, buf unsafe.Pointer, n int, desc uintptr, dest, raddr, rkey uint64, c *ctx, data, flags uint64) error {
+	call := "fi_writemsg"
+	if read {
+		call = "fi_readmsg"
+	}
 	p := q.p
 	var start time.Time
 	for i := 0; r == -codeAgain; i++ {
@@ -660,7 +707,7 @@ func (q *qp) writeAgain(r int, buf unsafe.Pointer, n int, desc uintptr, dest, ra
 			time.Sleep(20 * time.Microsecond)
 			if time.Since(start) > p.env.postTimeout {
 				return &rdma.QPError{Peer: q.peer, Err: fmt.Errorf("ofi: post: still -FI_EAGAIN after %v (peer not draining?): %w",
-					p.env.postTimeout, newFabricError("fi_writemsg", r))}
+					p.env.postTimeout, newFabricError(call, r))}
 			}
 		}
 		if p.pins.Closed() || q.closed.Load() {
@@ -669,10 +716,14 @@ func (q *qp) writeAgain(r int, buf unsafe.Pointer, n int, desc uintptr, dest, ra
 		if f := q.fault.Load(); f != nil {
 			return f
 		}
-		r = p.f.write(buf, n, desc, dest, raddr, rkey, c, data, flags)
+		if read {
+			r = p.f.read(buf, n, desc, dest, raddr, rkey, c, flags)
+		} else {
+			r = p.f.write(buf, n, desc, dest, raddr, rkey, c, data, flags)
+		}
 	}
 	if r != 0 {
-		return &rdma.QPError{Peer: q.peer, Err: newFabricError("fi_writemsg", r)}
+		return &rdma.QPError{Peer: q.peer, Err: newFabricError(call, r)}
 	}
 	return nil
 }

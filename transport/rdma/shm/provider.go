@@ -25,6 +25,7 @@ var capabilities = rdma.Capabilities{
 	SignalAdd:     true,
 	VASignals:     true,
 	LoadStore:     true,
+	Get:           true,
 	Inline:        true,
 }
 

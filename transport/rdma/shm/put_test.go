@@ -29,7 +29,7 @@ func TestOpenRegistered(t *testing.T) {
 	p, err := Open(rdma.Config{Rank: 0, Size: 1, Job: "x"})
 	require.NoError(t, err)
 	assert.Equal(t, rdma.Capabilities{StrongSignals: true, MaxSignals: 1 << 16, MaxPutSize: 1 << 30,
-		SignalAdd: true, VASignals: true, LoadStore: true, Inline: true}, p.Capabilities())
+		SignalAdd: true, VASignals: true, LoadStore: true, Get: true, Inline: true}, p.Capabilities())
 	assert.Equal(t, "shm", p.Name())
 	require.NoError(t, p.Close())
 	require.ErrorIs(t, p.Close(), rdma.ErrClosed)

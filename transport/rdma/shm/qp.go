@@ -25,7 +25,8 @@ func (q *qp) Peer() int { return q.peer }
 // Post executes wqes in order. For each WQE it first validates everything
 // (opcode, region types and owners, bounds of local and remote ranges,
 // signal word and mode word in bounds and 8-byte aligned, signal mode
-// against the mode word), then copies the data into the peer's mapping,
+// against the mode word), then copies the data into the peer's mapping
+// (OpRead: from it into the local region),
 // then applies the signal with a sequentially-consistent atomic add and
 // rings the target region's doorbell (a load when nobody waits), then
 // reports the completion to the QP's handler. A WQE that fails validation
@@ -89,8 +90,11 @@ func (q *qp) exec(w *rdma.WQE) error {
 		// Validated: execute. Data first, then the signal: the add is
 		// seq-cst, so a peer that observes it (acquire load) observes the
 		// copy and every earlier WQE's copy too (strong signals).
-		if w.Op == rdma.OpWrite {
+		switch w.Op {
+		case rdma.OpWrite:
 			copyData(h.remote.mem[w.RemoteOff:w.RemoteOff+w.Len], h.local.mem[w.LocalOff:w.LocalOff+w.Len])
+		case rdma.OpRead:
+			copyData(h.local.mem[w.LocalOff:w.LocalOff+w.Len], h.remote.mem[w.RemoteOff:w.RemoteOff+w.Len])
 		}
 		if h.sig != nil {
 			memword.Uint64(h.sig.mem, w.Signal.Off).Add(h.add)
@@ -107,7 +111,10 @@ func (q *qp) prepare(w *rdma.WQE, h *held) error {
 	switch w.Op {
 	case rdma.OpNop:
 		return nil
-	case rdma.OpWrite:
+	case rdma.OpWrite, rdma.OpRead:
+		if w.Op == rdma.OpRead && w.Signal.Mode != rdma.SignalNone {
+			return errors.New("OpRead with a signal")
+		}
 		var err error
 		if h.local, err = q.localRegion(w.Local); err != nil {
 			return err

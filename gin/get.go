@@ -1,0 +1,56 @@
+package gin
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/rdmactor/rdmactor/transport/rdma"
+)
+
+// Get reads bytes bytes of the peer's part of src at srcOff into this
+// rank's part of dst at dstOff: a one-sided read, the peer takes no part
+// (ncclGin::get, NCCL 2.30 device API; fi_read(3)). peer is a rank of team;
+// it may be this rank. local runs here once the bytes have landed in dst:
+// CounterInc(c) ticks counter c then, and Flush returns only once every
+// earlier Get of this context has landed. The argument order is Put's:
+// destination first.
+//
+// A Get is not ordered after this context's earlier puts (RDMA reads may
+// pass writes, fi_msg(3) FI_ORDER_RAW): read bytes that a put wrote once
+// that put's signal was seen.
+//
+// Errors: ErrNotSupported where the provider cannot read
+// (Capabilities().Get); otherwise those of Put.
+func (x *Context) Get(team Team, peer int, dst *Window, dstOff int, src *Window, srcOff int, bytes int,
+	local LocalAction, opts ...Option) error {
+	c := x.c
+	if !c.caps.Get {
+		return fmt.Errorf("get on provider %s: %w", c.prov.Name(), ErrNotSupported)
+	}
+	r, err := x.route(team, peer)
+	if err != nil {
+		return err
+	}
+	if err := c.own(dst, "get destination", dstOff, bytes); err != nil {
+		return err
+	}
+	if err := c.own(src, "get source", srcOff, bytes); err != nil {
+		return err
+	}
+	ctr, err := c.counterOf(local)
+	if err != nil {
+		return err
+	}
+	w := rdma.WQE{Op: rdma.OpRead, Local: dst.mr, LocalOff: dstOff, Remote: src.remotes[r], RemoteOff: srcOff, Len: bytes}
+	return x.post(r, &w, ctr, opts)
+}
+
+// post posts w, which carries no signal, to world rank r on its data
+// endpoint.
+func (x *Context) post(r int, w *rdma.WQE, ctr *atomic.Uint64, opts []Option) error {
+	g, err := x.group(r)
+	if err != nil {
+		return err
+	}
+	return g.Post(-1, w, ctr, aggregated(opts))
+}
