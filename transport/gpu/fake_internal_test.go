@@ -157,6 +157,18 @@ func testProxy(t *testing.T, va bool) {
 	require.NoError(t, ws[1].Read(60000, b4))
 	assert.Equal(t, uint32(0xfeedf00d), binary.LittleEndian.Uint32(b4))
 
+	// A Get reads rank 1's landed payload back into rank 0's window; the
+	// flush of its sequence number means it landed and its counter ticked.
+	upTo, err = p.Post(ring.WQE{Op: ring.OpGet, Peer: 1, DstWindow: uint32(ws[0].id), SrcWindow: uint32(ws[0].id),
+		DstOff: 50000, SrcOff: (posts - 1) * 1024, Bytes: uint64(len(payload)), CounterInc: true, Counter: 1})
+	require.NoError(t, err)
+	require.NoError(t, p.Flush(upTo))
+	require.NoError(t, ws[0].Read(50000, got))
+	assert.Equal(t, payload, got, "get")
+	c, err = g0.ReadCounter(1, 56)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(posts+1), c, "the get's CounterInc")
+
 	// Host code signals the same device words through gin.
 	act, err := g1.SignalInc(3)
 	require.NoError(t, err)

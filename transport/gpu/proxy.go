@@ -322,6 +322,15 @@ func (p *proxyRing) postWQE(w ring.WQE, aggregate bool) error {
 		return p.x.PutValue(world, peer, dst.gw, toInt(w.DstOff), w.Bytes, int(w.ValueSize), remote, opts...)
 	case ring.OpSignal:
 		return p.x.Signal(world, peer, remote, opts...)
+	case ring.OpGet:
+		dst, src := g.window(w.DstWindow), g.window(w.SrcWindow)
+		if dst == nil || src == nil || dst.gw == nil || src.gw == nil {
+			return fmt.Errorf("get between windows %d and %d: no such proxy windows: %w", w.DstWindow, w.SrcWindow, gin.ErrBadArgument)
+		}
+		if w.CounterInc && int(w.Counter) >= g.cfg.Counters {
+			return fmt.Errorf("counter %d of %d: %w", w.Counter, g.cfg.Counters, gin.ErrUnknownCounter)
+		}
+		return p.x.Get(world, peer, dst.gw, toInt(w.DstOff), src.gw, toInt(w.SrcOff), toInt(w.Bytes), gin.LocalNone, opts...)
 	}
 	return fmt.Errorf("wqe op %d: %w", w.Op, gin.ErrBadArgument)
 }

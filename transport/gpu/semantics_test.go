@@ -67,6 +67,7 @@ const (
 	orderRounds, orderBlock = 32, 8 << 10
 	ctrPuts, ctrBlock       = 16, 4 << 10
 	flushBlock              = 1 << 20
+	getBlock                = 256 << 10
 	pvCount                 = 256
 	barrierRounds           = 20
 )
@@ -79,6 +80,8 @@ var cases = []kcase{
 		args: func(w *gpu.Window) []any { return []any{w.Handle(), int32(ctrPuts), int32(ctrBlock)} }},
 	{name: "Flush", kernel: "flush", window: 3 * flushBlock, block: 256,
 		args: func(w *gpu.Window) []any { return []any{w.Handle(), int32(flushBlock)} }},
+	{name: "Get", kernel: "get", window: 3 * getBlock, block: 256,
+		args: func(w *gpu.Window) []any { return []any{w.Handle(), int32(getBlock)} }},
 	{name: "PutValue", kernel: "putvalue", window: 8192, block: 256,
 		args: func(w *gpu.Window) []any { return []any{w.Handle(), int32(pvCount)} }},
 	{name: "Barrier", kernel: "barrier", window: 64, block: 128, want3: barrierRounds,

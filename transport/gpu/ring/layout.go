@@ -42,6 +42,7 @@ const (
 	OpPut      Op = 1 // gin Put
 	OpPutValue Op = 2 // gin PutValue
 	OpSignal   Op = 3 // gin Signal
+	OpGet      Op = 4 // gin Get
 )
 
 // Remote is the WQE's remote action.

@@ -19,7 +19,7 @@ type WQE struct {
 	Counter     uint32
 	DstOff      uint64
 	SrcOff      uint64
-	Bytes       uint64 // OpPut: length; OpPutValue: the value
+	Bytes       uint64 // OpPut, OpGet: length; OpPutValue: the value
 	SignalValue uint64 // RemoteAdd: amount (RemoteInc: 1)
 }
 

@@ -211,6 +211,36 @@ extern "C" __global__ void flush(const __grid_constant__ DevComm comm, Window wi
   noteAbort(coop, ok, res);
 }
 
+// get: each rank fills [0, block) of its window and tells its left
+// neighbour (SignalInc{6}), which reads it: a get into [block, 2 block)
+// checked once CounterInc{1} ticked, and a get into [2 block, 3 block)
+// checked after flush (ncclGin::get, NCCL 2.30). Each rank then tells its
+// right neighbour it is done reading (SignalInc{7}) and waits for its
+// left's, so no window is freed while a peer reads it.
+extern "C" __global__ void get(const __grid_constant__ DevComm comm, Window win, int block, unsigned long long* res) {
+  CoopBlock coop;
+  Gin gin(comm, 0);
+  Team world = teamWorld(comm);
+  fillBlock(coop, (u32*)localPointer(win, 0), block / 4, comm.rank, 300);
+  gin.signal(world, left(comm), SignalInc{6}, coop);
+  bool ok = gin.waitSignal(coop, 6, 1);
+  noteAbort(coop, ok, res);
+  if (!ok) return;
+  gin.get(world, right(comm), win, block, win, 0, block, CounterInc{1}, coop);
+  ok = gin.waitCounter(coop, 1, 1);
+  noteAbort(coop, ok, res);
+  if (!ok) return;
+  checkBlock(coop, (const u32*)localPointer(win, block), block / 4, right(comm), 300, res);
+  gin.get(world, right(comm), win, 2 * (u64)block, win, 0, block, None{}, coop);
+  ok = gin.flush(coop);
+  noteAbort(coop, ok, res);
+  if (!ok) return;
+  checkBlock(coop, (const u32*)localPointer(win, 2 * (u64)block), block / 4, right(comm), 300, res);
+  gin.signal(world, right(comm), SignalInc{7}, coop);
+  ok = gin.waitSignal(coop, 7, 1);
+  noteAbort(coop, ok, res);
+}
+
 // putvalue: values of 1, 2, 4 and 8 bytes, at aligned and unaligned
 // offsets, each with SignalInc{5}; the receiver checks them after 4*n
 // increments. Slot k of 16 bytes holds u8 @0, u16 @2, u32 @4, u64 @8;

@@ -150,10 +150,19 @@ class Gin {
   template <typename RemoteAction, typename Coop = CoopThread>
   __device__ void signal(Team team, int peer, RemoteAction remote, Coop coop = Coop{});
 
-  // flush waits until every put that coop's threads issued through this
-  // Gin is locally complete: sources reusable (ncclGin::flush). It "makes
-  // no claims regarding the completion status on the remote peer(s)".
-  // Returns false if aborted.
+  // get copies bytes bytes of peer's part of src at srcOffset into this
+  // rank's part of dst at dstOffset: a one-sided read (ncclGin::get, NCCL
+  // 2.30). CounterInc ticks once the bytes have landed, and flush covers
+  // gets. Not ordered after this context's earlier puts: read what a put
+  // wrote once its signal was seen. On LSA it returns after the copy.
+  template <typename LocalAction = None, typename Coop = CoopThread>
+  __device__ void get(Team team, int peer, Window dst, u64 dstOffset, Window src, u64 srcOffset, u64 bytes,
+                      LocalAction local = LocalAction{}, Coop coop = Coop{});
+
+  // flush waits until every put and get that coop's threads issued
+  // through this Gin is locally complete: sources reusable, gets landed
+  // (ncclGin::flush). It "makes no claims regarding the completion status
+  // on the remote peer(s)". Returns false if aborted.
   template <typename Coop = CoopThread>
   __device__ bool flush(Coop coop = Coop{});
 

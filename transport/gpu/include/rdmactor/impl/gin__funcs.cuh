@@ -181,6 +181,21 @@ __device__ __forceinline__ void Gin::put(Team team, int peer, Window dst, u64 ds
     impl::proxyPut(*this, coop, w, dst, dstOffset, src, srcOffset, bytes, r, ctr);
 }
 
+template <typename L, typename Coop>
+__device__ __forceinline__ void Gin::get(Team team, int peer, Window dst, u64 dstOffset, Window src, u64 srcOffset,
+                                         u64 bytes, L local, Coop coop) {
+  const DevComm& c = *comm_;
+  int ctr = impl::localOf(local);
+  int w = impl::worldRank(c, team, peer);
+  if (w < 0 || !impl::inBounds(c, dst, dstOffset, bytes) || !impl::inBounds(c, src, srcOffset, bytes) ||
+      !impl::counterOK(c, ctr))
+    return;
+  if (c.path == impl::PathLSA)
+    impl::lsaGet(c, coop, w, dst, dstOffset, src, srcOffset, bytes, ctr);
+  else
+    impl::proxyGet(*this, coop, w, dst, dstOffset, src, srcOffset, bytes, ctr);
+}
+
 template <typename T, typename R, typename Coop>
 __device__ __forceinline__ void Gin::putValue(Team team, int peer, Window dst, u64 dstOffset, T value, R remote,
                                               Coop coop) {

@@ -67,6 +67,17 @@ __device__ __forceinline__ void lsaPut(const DevComm& c, Coop coop, int world, W
   }
 }
 
+// lsaGet: a cooperative copy out of the peer's window; the counter ticks
+// once every thread's part has landed.
+template <typename Coop>
+__device__ __forceinline__ void lsaGet(const DevComm& c, Coop coop, int world, Window dst, u64 dstOff, Window src,
+                                       u64 srcOff, u64 bytes, int ctr) {
+  coopCopy(coop, reinterpret_cast<char*>(dst->local) + dstOff, lsaPeer(src, world) + srcOff, bytes);
+  if (ctr < 0) return;
+  coop.sync();
+  if (coop.rank() == 0) redAddReleaseGpu(counterWord(c, (u32)ctr), 1);
+}
+
 template <typename Coop>
 __device__ __forceinline__ void lsaPutValue(const DevComm& c, Coop coop, int world, Window dst, u64 dstOff, u64 bits,
                                             u32 size, const Remote& r) {

@@ -107,6 +107,15 @@ __device__ __forceinline__ void proxyPut(Gin& g, Coop coop, int world, Window ds
   if (coop.rank() == 0) proxyPost(g, makeWQE(OpPut, r, ctr, 0, world, dst->id, src->id, dstOff, srcOff, bytes));
 }
 
+// proxyGet: the proxy reads into dst, flushes, then ticks the counter and
+// completes the WQE, so both say the bytes have landed.
+template <typename Coop>
+__device__ __forceinline__ void proxyGet(Gin& g, Coop coop, int world, Window dst, u64 dstOff, Window src, u64 srcOff,
+                                         u64 bytes, int ctr) {
+  coop.sync();
+  if (coop.rank() == 0) proxyPost(g, makeWQE(OpGet, remoteOf(None{}), ctr, 0, world, dst->id, src->id, dstOff, srcOff, bytes));
+}
+
 template <typename Coop>
 __device__ __forceinline__ void proxyPutValue(Gin& g, Coop coop, int world, Window dst, u64 dstOff, u64 bits, u32 size,
                                               const Remote& r) {

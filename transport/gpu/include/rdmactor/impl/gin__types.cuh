@@ -79,7 +79,7 @@ enum {
 enum {
   WQEBytes = 64,
   WQETag = 0,        // u32: low 32 bits of seq+1, proves the entry was written
-  WQEOp = 4,         // u8:  OpPut, OpPutValue, OpSignal
+  WQEOp = 4,         // u8:  OpPut, OpPutValue, OpSignal, OpGet
   WQERemote = 5,     // u8:  RemoteNone, RemoteInc, RemoteAdd
   WQELocal = 6,      // u8:  1 = CounterInc
   WQEValueSize = 7,  // u8:  putValue bytes
@@ -93,7 +93,7 @@ enum {
   WQEBytesOrValue = 48,  // u64: put length, or putValue's value
   WQESignalValue = 56,   // u64: SignalAdd amount
 };
-enum { OpNop = 0, OpPut = 1, OpPutValue = 2, OpSignal = 3 };
+enum { OpNop = 0, OpPut = 1, OpPutValue = 2, OpSignal = 3, OpGet = 4 };
 enum { RemoteNone = 0, RemoteInc = 1, RemoteAdd = 2 };
 
 // Device-side error codes (DevComm.status = code << 32 | detail).
