@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"sync"
 
 	"github.com/rdmactor/rdmactor/gin"
@@ -31,9 +29,9 @@ func RunRanks(ctx context.Context, local int, config func(size int) gin.Config, 
 		wg.Wait()
 		return errors.Join(errs...)
 	}
-	size, err := strconv.Atoi(os.Getenv(gin.EnvSize))
+	size, err := gin.SizeFromEnv() // rdmarun's, or a scheduler's (mpirun, srun, torchrun)
 	if err != nil {
-		return fmt.Errorf("%s: %q: run under cmd/rdmarun, or with -local N", gin.EnvSize, os.Getenv(gin.EnvSize))
+		return fmt.Errorf("%w: run under cmd/rdmarun or a scheduler, or with -local N", err)
 	}
 	c, err := gin.Init(ctx, config(size))
 	if err != nil {
