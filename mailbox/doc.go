@@ -67,6 +67,11 @@
 // but never wrong. Staging bytes are reused only a lap after their frame
 // was consumed, so puts need no Flush on asynchronous providers either.
 //
+// A handler that cannot take a frame now calls Hold: the frame stays in
+// the ring, the loop reads nothing more from that sender and returns it
+// no credit, so its Sends wait and then fail with ErrRingFull; Resume
+// hands the same frame over again. Other senders' frames keep flowing.
+//
 // # Batching
 //
 // A frame that finds its pair idle is put at once (the latency path).

@@ -14,7 +14,7 @@ import (
 
 // A short run with ranks as goroutines, without the anchor (two
 // protoactor-go remotes in one process race on grpc's global logger under
-// the race detector; see internal/bootstrap.NewRemote).
+// the race detector; see internal/bootstrap/remote.New).
 func TestPingPongLocal(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -15,7 +15,7 @@ type Bootstrap interface {
 	// Size is the number of ranks of the job.
 	Size() int
 	// Job is the job name shared by all ranks and unique per job; it names
-	// shared-memory files (/dev/shm/rdmactor-<job>-*).
+	// shared-memory regions (rdmactor-<job>-r<rank>-<seq>).
 	Job() string
 	// AllGather is a collective: every rank calls it in the same order with
 	// its data (may be empty, up to a few MiB) and gets all ranks' data

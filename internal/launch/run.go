@@ -65,7 +65,8 @@ type Options struct {
 	Job string
 	// Cleanup, if set, is called with the job name once every rank has
 	// exited, to remove what the ranks left behind (shm.Cleanup removes
-	// /dev/shm/rdmactor-<job>-*). Its error is joined to Run's.
+	// the job's named shm files, RDMACTOR_SHM_FILES=named). Its error is
+	// joined to Run's.
 	Cleanup func(job string) error
 }
 
