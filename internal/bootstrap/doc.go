@@ -27,6 +27,10 @@
 //     reported to the others as a failure. A collective that a closed rank
 //     never joined can no longer complete; it fails with a *rdma.PeerLostError
 //     naming that rank with reason "closed".
+//  4. After a loss the survivors may Shrink (Shrinker, as ncclCommShrink,
+//     NCCL 2.27): they agree on the lost set and get a Bootstrap of
+//     themselves, relayed through the old one's control plane (Groups on
+//     the side that sees every rank, Family on each rank's).
 //
 // Implementations keep these rules by embedding RankState, which holds a
 // rank's collectives, losses and leaves and does no I/O.

@@ -9,11 +9,22 @@ import (
 // Close says this rank leaves, waits (bounded) until the coordinator knows
 // (rank 0: until the other ranks know), then shuts the control plane down.
 // It returns nil: a peer that does not answer only shortens the wait.
+// While Bootstraps that Shrink made are open, the control plane stays up
+// for them (this one's collectives fail with rdma.ErrClosed), and the last
+// of their Closes leaves.
 func (b *remoteBootstrap) Close() error {
-	b.closeOnce.Do(func() { b.closeErr = b.close() })
+	b.closeOnce.Do(func() {
+		b.Leave()
+		b.mu.Lock()
+		b.released = true
+		b.mu.Unlock()
+		b.closeErr = b.fam.Release()
+	})
 	return b.closeErr
 }
 
+// close leaves the job and shuts the control plane down: once this rank's
+// Bootstraps, the shrunk ones included, are all closed.
 func (b *remoteBootstrap) close() error {
 	at := b.Leave()
 	b.mu.Lock()

@@ -55,6 +55,7 @@ type coordinator struct {
 	lost      []bool // reported lost
 	leftAcked []bool // acknowledged rank 0's leaving
 	rank0Left bool
+	groups    *bootstrap.Groups // Shrink's agreements and shrunk groups
 
 	drained   chan struct{} // closed once rank 0 left and every other rank left, was lost or acknowledged
 	drainOnce sync.Once
@@ -72,6 +73,7 @@ func newCoordinator(n int, seal *sealer) *coordinator {
 		left:      make([]bool, n),
 		lost:      make([]bool, n),
 		leftAcked: make([]bool, n),
+		groups:    bootstrap.NewGroups(n),
 		drained:   make(chan struct{}),
 		addrs:     make([]string, n),
 	}
@@ -99,6 +101,7 @@ func (c *coordinator) Receive(ctx actor.Context) {
 		}
 		c.lost[r] = true
 		c.broadcast(ctx, kindLost, &lost{Rank: r, Reason: reasonConnClosed})
+		c.deliver(ctx, c.groups.Lose(r))
 		c.checkDrained()
 		return
 	}
@@ -118,6 +121,46 @@ func (c *coordinator) Receive(ctx actor.Context) {
 			c.leftAcked[r] = true
 			c.checkDrained()
 		}
+	case kindShrink:
+		m := v.(*shrinkMsg)
+		c.deliver(ctx, c.groups.Agree(m.Parent, m.K, m.Rank, m.Lost))
+	case kindGroupContrib:
+		m := v.(*groupContrib)
+		if to, all, done := c.groups.Gather(m.Group, m.Seq, m.Rank, m.Data); done {
+			c.multicast(ctx, to, kindGroupGathered, &groupGathered{Group: m.Group, Seq: m.Seq, Data: all})
+		}
+	case kindGroupLeaving:
+		m := v.(*groupLeaving)
+		ds := c.groups.Leave(m.Group, m.Rank)
+		var to []int
+		for _, w := range c.groups.Members(m.Group) {
+			if w != m.Rank {
+				to = append(to, w)
+			}
+		}
+		c.multicast(ctx, to, kindGroupLeft, m)
+		c.deliver(ctx, ds)
+	}
+}
+
+// deliver sends Shrink outcomes to the ranks that wait for them.
+func (c *coordinator) deliver(ctx actor.Context, ds []bootstrap.Delivery) {
+	for _, d := range ds {
+		if c.valid(d.To) && !c.left[d.To] && !c.lost[d.To] {
+			c.send(ctx, d.To, kindAgreed, d.Agreed)
+		}
+	}
+}
+
+// multicast sends one message to the ranks to that have neither left nor
+// been lost.
+func (c *coordinator) multicast(ctx actor.Context, to []int, k kind, v any) {
+	msg := c.seal.seal(k, v)
+	for _, r := range to {
+		if !c.valid(r) || c.addrs[r] == "" || c.left[r] || c.lost[r] {
+			continue
+		}
+		ctx.Send(actor.NewPID(c.addrs[r], rankActorName), &wrapperspb.BytesValue{Value: msg.Value})
 	}
 }
 
@@ -176,6 +219,7 @@ func (c *coordinator) leaving(ctx actor.Context, l *leaving) {
 	}
 	c.send(ctx, l.Rank, kindLeaveAck, &ack{Rank: 0})
 	c.left[l.Rank] = true
+	c.deliver(ctx, c.groups.Leave("", l.Rank))
 	if l.Rank == 0 {
 		c.rank0Left = true
 	}

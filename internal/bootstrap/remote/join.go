@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
 
+	"github.com/rdmactor/rdmactor/internal/bootstrap"
 	"github.com/rdmactor/rdmactor/transport/rdma"
 )
 
@@ -164,14 +165,24 @@ func (b *remoteBootstrap) rank0Down() {
 	b.mu.Lock()
 	closing, left := b.closing, b.rank0Left
 	b.mu.Unlock()
-	switch {
-	case closing:
-	case left:
+	if closing {
+		return
+	}
+	// Shrinks agree at rank 0's coordinator: none can any more. Aborted
+	// first, so that whoever learns of the loss and shrinks meets this.
+	b.fam.Abort(bootstrap.ErrRankZeroLost)
+	if left {
 		// The coordinator is gone: no collective can complete any more.
 		b.NoteLeft(0, 0)
-	default:
-		b.Lose(&rdma.PeerLostError{Rank: 0, Reason: reasonConnClosed})
+		b.fam.Each(0, func(s *bootstrap.Sub, r int) {
+			if r >= 0 {
+				s.NoteLeft(r, 0)
+			}
+		})
+		return
 	}
+	b.Lose(&rdma.PeerLostError{Rank: 0, Reason: reasonConnClosed})
+	b.fam.Lose(0, reasonConnClosed)
 }
 
 // rankList names ranks for an error line: all of them when few, else the

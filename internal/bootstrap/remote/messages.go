@@ -18,6 +18,14 @@ const (
 	kindLeaveAck                 // ack: coordinator -> the leaving rank
 	kindLeft                     // leaving: coordinator -> the other ranks
 	kindLeftAck                  // ack: rank -> coordinator, answer to kindLeft of rank 0
+
+	// Shrink (bootstrap.Shrinker) and the collectives of shrunk groups.
+	kindShrink        // shrinkMsg: rank -> coordinator, its part of an agreement
+	kindAgreed        // bootstrap.Agreed: coordinator -> each rank that joined the agreement
+	kindGroupContrib  // groupContrib: rank -> coordinator
+	kindGroupGathered // groupGathered: coordinator -> the group's live members
+	kindGroupLeaving  // groupLeaving: rank -> coordinator, from a shrunk Bootstrap's Close
+	kindGroupLeft     // groupLeaving: coordinator -> the group's other members
 )
 
 // join asks the coordinator to admit Rank, whose rank actor is at Addr.
@@ -59,4 +67,36 @@ type lost struct {
 type leaving struct {
 	Rank int    `msgpack:"r"`
 	Seq  uint64 `msgpack:"s"`
+}
+
+// shrinkMsg is Rank's part of the K-th Shrink of group Parent: the world
+// ranks it counts lost.
+type shrinkMsg struct {
+	Parent string `msgpack:"p"`
+	K      int    `msgpack:"k"`
+	Rank   int    `msgpack:"r"`
+	Lost   []int  `msgpack:"l"`
+}
+
+// groupContrib is world rank Rank's data for collective Seq of Group.
+type groupContrib struct {
+	Group string `msgpack:"g"`
+	Seq   uint64 `msgpack:"s"`
+	Rank  int    `msgpack:"r"`
+	Data  []byte `msgpack:"d"`
+}
+
+// groupGathered is the result of collective Seq of Group, by group rank.
+type groupGathered struct {
+	Group string   `msgpack:"g"`
+	Seq   uint64   `msgpack:"s"`
+	Data  [][]byte `msgpack:"d"`
+}
+
+// groupLeaving says world rank Rank closed its Bootstrap of Group after
+// collective Seq.
+type groupLeaving struct {
+	Group string `msgpack:"g"`
+	Rank  int    `msgpack:"r"`
+	Seq   uint64 `msgpack:"s"`
 }

@@ -3,6 +3,7 @@ package remote
 import (
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/rdmactor/rdmactor/internal/bootstrap"
 	"github.com/rdmactor/rdmactor/transport/rdma"
 )
 
@@ -37,6 +38,7 @@ func (a *rankActor) Receive(ctx actor.Context) {
 	case kindLost:
 		l := v.(*lost)
 		b.Lose(&rdma.PeerLostError{Rank: l.Rank, Reason: l.Reason})
+		b.fam.Lose(l.Rank, l.Reason)
 	case kindLeft:
 		l := v.(*leaving)
 		if l.Rank == 0 {
@@ -48,5 +50,13 @@ func (a *rankActor) Receive(ctx actor.Context) {
 		b.NoteLeft(l.Rank, l.Seq)
 	case kindLeaveAck:
 		b.leaveAcked.fire()
+	case kindAgreed:
+		b.fam.Agreed(v.(*bootstrap.Agreed))
+	case kindGroupGathered:
+		g := v.(*groupGathered)
+		b.fam.Deliver(g.Group, g.Seq, g.Data)
+	case kindGroupLeft:
+		l := v.(*groupLeaving)
+		b.fam.NoteLeft(l.Group, l.Rank, l.Seq)
 	}
 }

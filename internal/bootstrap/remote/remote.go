@@ -12,6 +12,7 @@ import (
 	protoremote "github.com/asynkron/protoactor-go/remote"
 
 	"github.com/rdmactor/rdmactor/internal/bootstrap"
+	"github.com/rdmactor/rdmactor/transport/rdma"
 )
 
 // Name is the name this package registers its Bootstrap under
@@ -67,6 +68,7 @@ type remoteBootstrap struct {
 	coordPID *actor.PID   // rank 0's coordinator
 	local    []*actor.PID // actors this rank spawned
 	coord    *coordinator // rank 0 only
+	fam      *bootstrap.Family
 
 	// key is the job's MAC key (sealKey); ctr numbers the messages this
 	// rank seals; out seals them, in opens the rank actor's.
@@ -79,13 +81,17 @@ type remoteBootstrap struct {
 	mu        sync.Mutex
 	addrs     []string // every rank's actor address, from welcome
 	rank0Left bool     // rank 0 said it leaves
+	released  bool     // Close was called (the control plane may live on for shrunk Bootstraps)
 	closing   bool
 
 	closeOnce sync.Once
 	closeErr  error
 }
 
-var _ ActorSystemer = (*remoteBootstrap)(nil)
+var (
+	_ ActorSystemer      = (*remoteBootstrap)(nil)
+	_ bootstrap.Shrinker = (*remoteBootstrap)(nil)
+)
 
 // New joins the job described by cfg over protoactor-go remote (see
 // the package doc) and returns once every rank has joined. ctx and
@@ -113,6 +119,7 @@ func New(ctx context.Context, cfg Config) (bootstrap.Bootstrap, error) {
 		coordPID:   actor.NewPID(cfg.Addr, coordinatorName),
 	}
 	b.RankState = bootstrap.NewRankState(cfg.Rank, cfg.Size, cfg.Job, b.contribute)
+	b.fam = bootstrap.NewFamily(cfg.Rank, cfg.Size, cfg.Job, sender{b}, b.close)
 	b.out, b.in = newSealer(b.key, cfg.Rank, &b.ctr), newSealer(b.key, cfg.Rank, &b.ctr)
 	if err := b.start(); err != nil {
 		b.shutdown()
@@ -141,4 +148,43 @@ func (b *remoteBootstrap) Addrs() []string {
 // contribute sends this rank's data for collective seq to the coordinator.
 func (b *remoteBootstrap) contribute(seq uint64, data []byte) {
 	b.system.Root.Send(b.coordPID, b.out.seal(kindContrib, &contrib{Seq: seq, Rank: b.cfg.Rank, Data: data}))
+}
+
+// Shrink: see bootstrap.Shrinker. The survivors agree, and the shrunk
+// Bootstrap's collectives complete, at rank 0's coordinator, over this
+// Bootstrap's connections: it fails with bootstrap.ErrRankZeroLost when
+// rank 0 is lost (or named in lost), or leaves before the agreement.
+func (b *remoteBootstrap) Shrink(ctx context.Context, lost []int) (bootstrap.Bootstrap, error) {
+	if b.closedNow() {
+		return nil, fmt.Errorf("bootstrap: shrink: %w", rdma.ErrClosed)
+	}
+	for _, l := range lost {
+		if l == 0 {
+			return nil, fmt.Errorf("bootstrap: shrink: %w", bootstrap.ErrRankZeroLost)
+		}
+	}
+	return b.fam.ShrinkWorld(ctx, lost)
+}
+
+// closedNow reports whether Close was called.
+func (b *remoteBootstrap) closedNow() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.released
+}
+
+// sender carries the Shrink messages of a rank (bootstrap.Sender) to the
+// coordinator.
+type sender struct{ b *remoteBootstrap }
+
+func (s sender) Agree(parent string, k int, lost []int) {
+	s.b.system.Root.Send(s.b.coordPID, s.b.out.seal(kindShrink, &shrinkMsg{Parent: parent, K: k, Rank: s.b.cfg.Rank, Lost: lost}))
+}
+
+func (s sender) Contribute(group string, seq uint64, data []byte) {
+	s.b.system.Root.Send(s.b.coordPID, s.b.out.seal(kindGroupContrib, &groupContrib{Group: group, Seq: seq, Rank: s.b.cfg.Rank, Data: data}))
+}
+
+func (s sender) Leave(group string, seq uint64) {
+	s.b.system.Root.Send(s.b.coordPID, s.b.out.seal(kindGroupLeaving, &groupLeaving{Group: group, Rank: s.b.cfg.Rank, Seq: seq}))
 }

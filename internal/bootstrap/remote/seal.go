@@ -13,6 +13,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/rdmactor/rdmactor/internal/bootstrap"
 	"github.com/rdmactor/rdmactor/internal/msgpackcheck"
 )
 
@@ -132,7 +133,16 @@ func speaker(k kind, v any) (int, bool) {
 			return 0, true
 		}
 		return m.Rank, true
-	case *welcome, *gathered, *lost:
+	case *shrinkMsg:
+		return m.Rank, true
+	case *groupContrib:
+		return m.Rank, true
+	case *groupLeaving:
+		if k == kindGroupLeaving {
+			return m.Rank, true
+		}
+		return 0, true // kindGroupLeft: the coordinator relays it
+	case *welcome, *gathered, *lost, *bootstrap.Agreed, *groupGathered:
 		return 0, true
 	}
 	return 0, false
@@ -156,6 +166,16 @@ func decodeBody(k kind, b []byte) (any, error) {
 		v = new(lost)
 	case kindLeaving, kindLeft:
 		v = new(leaving)
+	case kindShrink:
+		v = new(shrinkMsg)
+	case kindAgreed:
+		v = new(bootstrap.Agreed)
+	case kindGroupContrib:
+		v = new(groupContrib)
+	case kindGroupGathered:
+		v = new(groupGathered)
+	case kindGroupLeaving, kindGroupLeft:
+		v = new(groupLeaving)
 	default:
 		return nil, fmt.Errorf("decode control message: unknown kind %d", k)
 	}
