@@ -109,8 +109,9 @@
 // progressed, so every post there reads the CQ once. See config.go,
 // quirks.
 //
-// What it does not promise: a target that meets a SignalInc and a
-// SignalAdd on one signal from two ranks at once drops the second and
-// counts it (Provider.Stats); nothing is reported to the initiator.
+// A SignalInc or SignalAdd that meets the other mode at the target (two
+// ranks claiming one reset signal with different modes) is not applied:
+// the target counts it (Provider.Stats) and reports it to the initiator,
+// whose next post to that rank returns ErrMixedSignalOps (query.go).
 // Region.Close keeps the memory mapped until the provider closes.
 package ofi

@@ -18,11 +18,19 @@ import (
 // endpoint to one peer (FI_ORDER_RMA_WAW; tcp;ofi_rxm and sockets deliver
 // remote CQ data of one connection in order).
 //
-// Inline kinds (INC, ADD, VA), one word, no sender needed:
+// Inline kinds, one word. INC and ADD carry the sender, so that a target
+// whose mode word holds the other mode can report the drop back to it
+// (query.go, reportMixed); VA has no mode and no sender:
+//
+//	 63  61 60    53 52           33 32          17 16              0
+//	+------+--------+---------------+--------------+-----------------+
+//	| INC/ | reg:8  | word:20       | sender:16    | value:17        |
+//	| ADD  |        |               |              |                 |
+//	+------+--------+---------------+--------------+-----------------+
 //
 //	 63  61 60        48 47                  24 23                   0
 //	+------+------------+----------------------+----------------------+
-//	| kind | region:13  | word:24              | value:24             |
+//	| VA   | region:13  | word:24              | value:24             |
 //	+------+------------+----------------------+----------------------+
 //
 // EXT and COMMIT:
@@ -54,9 +62,13 @@ const (
 	kindCommit  = 5
 
 	kindShift        = 61
-	inlineRegionBits = 13
+	inlineRegionBits = 13 // VA
 	inlineWordBits   = 24
 	inlineValueBits  = 24
+	modeRegionBits   = 8 // INC and ADD
+	modeWordBits     = 20
+	modeSenderBits   = 16
+	modeValueBits    = 17
 	senderBits       = 21
 	subBits          = 3
 	payloadBits      = 37
@@ -102,6 +114,7 @@ type sigMsg struct {
 	modeWord uint64 // mode word index when explicit
 	explicit bool   // modeWord given; else paired (rdma.PairedModeOff)
 	value    uint64 // amount to add; the token for opQuery
+	sender   int    // set by the decoder: the sender's rank, -1 if the word has none
 }
 
 // errUnencodable is wrapped when a signal's fields exceed what the
@@ -118,7 +131,7 @@ func encodeSig(out []uint64, m sigMsg, sender int) ([]uint64, error) {
 	if sender < 0 || sender > maxSender {
 		return out, fmt.Errorf("sender rank %d: %w", sender, errUnencodable)
 	}
-	if w, ok := inlineWord(m); ok {
+	if w, ok := inlineWord(m, sender); ok {
 		return append(out, w), nil
 	}
 	s := uint64(sender)
@@ -141,15 +154,22 @@ func encodeSig(out []uint64, m sigMsg, sender int) ([]uint64, error) {
 	return append(out, uint64(kindCommit)<<kindShift|s<<(subBits+payloadBits)|uint64(m.op)<<payloadBits|m.value&maxPayload), nil
 }
 
-// inlineWord is m's one CQ data word where m is of an inline kind and its
-// fields fit (encodeSig's common case, inlinable: no sender needed).
-func inlineWord(m sigMsg) (uint64, bool) {
-	if m.op > opVA || m.region == 0 || m.region >= 1<<inlineRegionBits || m.word >= 1<<inlineWordBits ||
-		m.value >= 1<<inlineValueBits || (m.op != opVA && m.explicit) {
+// inlineWord is m's one CQ data word from sender where m is of an inline
+// kind and its fields fit (encodeSig's common case, inlinable).
+func inlineWord(m sigMsg, sender int) (uint64, bool) {
+	if m.op == opVA {
+		if m.region == 0 || m.region >= 1<<inlineRegionBits || m.word >= 1<<inlineWordBits || m.value >= 1<<inlineValueBits {
+			return 0, false
+		}
+		return uint64(kindVA)<<kindShift | m.region<<(inlineWordBits+inlineValueBits) | m.word<<inlineValueBits | m.value, true
+	}
+	if m.op > opVA || m.explicit || m.region == 0 || m.region >= 1<<modeRegionBits || m.word >= 1<<modeWordBits ||
+		m.value >= 1<<modeValueBits || uint(sender) >= 1<<modeSenderBits {
 		return 0, false
 	}
-	// opInc, opAdd, opVA are kindInc, kindAdd, kindVA less one
-	return uint64(m.op+kindInc)<<kindShift | m.region<<(inlineWordBits+inlineValueBits) | m.word<<inlineValueBits | m.value, true
+	// opInc, opAdd are kindInc, kindAdd less one
+	return uint64(m.op+kindInc)<<kindShift | m.region<<(modeWordBits+modeSenderBits+modeValueBits) |
+		m.word<<(modeSenderBits+modeValueBits) | uint64(sender)<<modeValueBits | m.value, true
 }
 
 // pendingSig is the target's state of one sender's EXT run.
@@ -169,11 +189,21 @@ func isInline(w uint64) bool { k := w >> kindShift; return k >= kindInc && k <= 
 
 // decodeInline is decode of a word of an inline kind (inlinable).
 func decodeInline(w uint64) sigMsg {
+	if w>>kindShift == kindVA {
+		return sigMsg{
+			op:     opVA,
+			region: w >> (inlineWordBits + inlineValueBits) & (1<<inlineRegionBits - 1),
+			word:   w >> inlineValueBits & (1<<inlineWordBits - 1),
+			value:  w & (1<<inlineValueBits - 1),
+			sender: -1,
+		}
+	}
 	return sigMsg{
-		op:     sigOp(w>>kindShift - kindInc), // opInc, opAdd, opVA
-		region: w >> (inlineWordBits + inlineValueBits) & (1<<inlineRegionBits - 1),
-		word:   w >> inlineValueBits & (1<<inlineWordBits - 1),
-		value:  w & (1<<inlineValueBits - 1),
+		op:     sigOp(w>>kindShift - kindInc), // opInc, opAdd
+		region: w >> (modeWordBits + modeSenderBits + modeValueBits) & (1<<modeRegionBits - 1),
+		word:   w >> (modeSenderBits + modeValueBits) & (1<<modeWordBits - 1),
+		sender: int(w >> modeValueBits & (1<<modeSenderBits - 1)),
+		value:  w & (1<<modeValueBits - 1),
 	}
 }
 
@@ -181,11 +211,12 @@ func decodeInline(w uint64) sigMsg {
 var errBadImm = errors.New("malformed signal immediate data")
 
 // decode consumes one word. It returns ok when a message is complete (the
-// word was inline or a COMMIT), with the sender for COMMIT (-1 for inline).
+// word was inline or a COMMIT), with its sender (-1 for inline VA).
 func (d *decoder) decode(w uint64) (m sigMsg, sender int, ok bool, err error) {
 	switch kind := w >> kindShift; kind {
 	case kindInc, kindAdd, kindVA:
-		return decodeInline(w), -1, true, nil
+		m = decodeInline(w)
+		return m, m.sender, true, nil
 	case kindExt, kindCommit:
 		sender = int(w >> (subBits + payloadBits) & maxSender)
 		if sender >= len(d.pending) {
@@ -213,7 +244,7 @@ func (d *decoder) decode(w uint64) (m sigMsg, sender int, ok bool, err error) {
 			return m, sender, false, fmt.Errorf("%w: commit op %d", errBadImm, sub)
 		}
 		m = sigMsg{op: sigOp(sub), region: p.region, word: p.word, modeWord: p.modeWord, explicit: p.explicit,
-			value: p.valueHi<<payloadBits | payload}
+			value: p.valueHi<<payloadBits | payload, sender: sender}
 		*p = pendingSig{}
 		return m, sender, true, nil
 	default:

@@ -25,7 +25,10 @@ func TestImmRoundTrip(t *testing.T) {
 		words  int
 	}{
 		{"inc inline", sigMsg{op: opInc, region: 2, word: 5, value: 1}, 3, 1},
-		{"add inline max", sigMsg{op: opAdd, region: 1<<13 - 1, word: 1<<24 - 1, value: 1<<24 - 1}, 0, 1},
+		{"add inline max", sigMsg{op: opAdd, region: 1<<8 - 1, word: 1<<20 - 1, value: 1<<17 - 1}, 1<<16 - 1, 1},
+		{"va inline max", sigMsg{op: opVA, region: 1<<13 - 1, word: 1<<24 - 1, value: 1<<24 - 1}, 0, 1},
+		{"add value 2^17", sigMsg{op: opAdd, region: 2, word: 5, value: 1 << 17}, 9, 3},
+		{"inc sender past inline", sigMsg{op: opInc, region: 2, word: 5, value: 1}, 1 << 16, 3},
 		{"va inline", sigMsg{op: opVA, region: 7, word: 100, value: 42}, 1, 1},
 		{"add big value", sigMsg{op: opAdd, region: 2, word: 5, value: math.MaxUint64}, 9, 4},
 		{"add value 2^24", sigMsg{op: opAdd, region: 2, word: 5, value: 1 << 24}, 9, 3},
@@ -47,11 +50,11 @@ func TestImmRoundTrip(t *testing.T) {
 				require.Equal(t, i == len(ws)-1, ok, "word %d of %d completes the message", i, len(ws))
 				if ok {
 					want := tc.m
-					if tc.words == 1 {
-						require.Equal(t, -1, sender)
-					} else {
-						require.Equal(t, tc.sender, sender)
+					want.sender = tc.sender
+					if tc.m.op == opVA && tc.words == 1 {
+						want.sender = -1 // inline VA names no sender
 					}
+					require.Equal(t, want.sender, sender)
 					if want.op == opVA {
 						want.modeWord, want.explicit = 0, false
 					}
@@ -67,6 +70,7 @@ func TestImmRoundTrip(t *testing.T) {
 func TestImmInterleaved(t *testing.T) {
 	a := sigMsg{op: opAdd, region: 3, word: 1, value: 1 << 40}
 	b := sigMsg{op: opVA, region: 9000, word: 2, value: 5}
+	a.sender, b.sender = 1, 2 // as decoded
 	wa, err := encodeSig(nil, a, 1)
 	require.NoError(t, err)
 	wb, err := encodeSig(nil, b, 2)

@@ -3,6 +3,7 @@
 package ofi
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -598,9 +599,13 @@ func (p *Provider) onCQData(data uint64) {
 	}
 }
 
-// applyError records that m could not be applied.
+// applyError records that m could not be applied; a mode mismatch goes
+// back to its sender too (reportMixed).
 func (p *Provider) applyError(m *sigMsg, err error) {
 	p.signalError(fmt.Errorf("signal %v of %d to word %d of region %d: %w", m.op, m.value, m.word, m.region, err))
+	if m.op != opVA && errors.Is(err, rdma.ErrMixedSignalOps) {
+		p.reportMixed(m.sender)
+	}
 }
 
 // apply adds m.value to the signal word, after checking and claiming its

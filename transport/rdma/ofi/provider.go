@@ -171,9 +171,8 @@ func Open(cfg rdma.Config) (rdma.Provider, error) {
 	}
 	p.caps = capsOf(&p.it, strat, p.scMax)
 	p.dec.pending = make([]pendingSig, cfg.Size)
-	// The control region: [0, 8*Size) mode query results by sender,
-	// [8*Size, 16*Size) landing words of this rank's queries by target.
-	ctrl, err := p.register(16*cfg.Size, false, true)
+	// The control region: mode query results and mismatch reports (query.go).
+	ctrl, err := p.register(ctrlSize(cfg.Size), false, true)
 	if err != nil {
 		p.f.close()
 		return nil, fmt.Errorf("ofi: open: control region: %w", err)

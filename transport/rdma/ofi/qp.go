@@ -257,6 +257,9 @@ func (q *qp) Post(wqes []rdma.WQE) error {
 	if f := q.fault.Load(); f != nil {
 		return &rdma.WQEError{Index: 0, Err: f}
 	}
+	if err := q.mixReported(); err != nil {
+		return &rdma.WQEError{Index: 0, Err: fmt.Errorf("ofi: post to rank %d: %w", q.peer, err)}
+	}
 	ps := &p.peers[q.peer]
 	if !ps.known.Load() {
 		return &rdma.WQEError{Index: 0, Err: fmt.Errorf("ofi: post to rank %d: its address is unknown: import one of its regions first", q.peer)}
@@ -408,7 +411,7 @@ func (q *qp) planImm(w *rdma.WQE, ps *peerState, pl *plan) error {
 			}
 		}
 	}
-	if word, ok := inlineWord(m); ok {
+	if word, ok := inlineWord(m, q.p.cfg.Rank); ok {
 		q.imm = append(q.imm[:0], word)
 	} else {
 		var err error
