@@ -89,21 +89,12 @@ func (s *sharedQP) post(ep *Endpoint, from, to uint64) error {
 	return err
 }
 
-// postOne is post for the one entry seq. It hands it to the QP without
-// post's and postSlice's frames, because a direct post (Group.Post) is on
-// a ping-pong's critical path; only a fault or a refusal goes their way.
+// postOne is post for the one entry seq (Group.Post's direct post).
 func (s *sharedQP) postOne(ep *Endpoint, seq uint64) error {
 	i := seq & ep.sq.mask
-	ws := ep.sq.wqes[i : i+1]
 	s.postMu.Lock()
-	var err error
-	if s.err.Load() != nil {
-		err = s.postSlice(ep, ws)
-	} else if err = s.qp.Post(ws); err != nil {
-		err = s.postRest(ep, ws, err)
-	}
-	s.postMu.Unlock()
-	return err
+	defer s.postMu.Unlock()
+	return s.postSlice(ep, ep.sq.wqes[i:i+1])
 }
 
 // postSlice hands ws to the QP, completing with their reasons the WQEs it

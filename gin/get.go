@@ -2,7 +2,6 @@ package gin
 
 import (
 	"fmt"
-	"sync/atomic"
 
 	"github.com/rdmactor/rdmactor/transport/rdma"
 )
@@ -27,30 +26,10 @@ func (x *Context) Get(team Team, peer int, dst *Window, dstOff int, src *Window,
 	if !c.caps.Get {
 		return fmt.Errorf("get on provider %s: %w", c.prov.Name(), ErrNotSupported)
 	}
-	r, err := x.route(team, peer)
-	if err != nil {
-		return err
-	}
-	if err := c.own(dst, "get destination", dstOff, bytes); err != nil {
-		return err
-	}
-	if err := c.own(src, "get source", srcOff, bytes); err != nil {
-		return err
-	}
-	ctr, err := c.counterOf(local)
+	r, ctr, err := x.dataCheck(team, peer, dst, dstOff, src, srcOff, bytes, local, "get destination", "get source")
 	if err != nil {
 		return err
 	}
 	w := rdma.WQE{Op: rdma.OpRead, Local: dst.mr, LocalOff: dstOff, Remote: src.remotes[r], RemoteOff: srcOff, Len: bytes}
-	return x.post(r, &w, ctr, opts)
-}
-
-// post posts w, which carries no signal, to world rank r on its data
-// endpoint.
-func (x *Context) post(r int, w *rdma.WQE, ctr *atomic.Uint64, opts []Option) error {
-	g, err := x.group(r)
-	if err != nil {
-		return err
-	}
-	return g.Post(-1, w, ctr, aggregated(opts))
+	return x.send(r, &w, None, ctr, 0, 0, opts)
 }

@@ -69,39 +69,31 @@ func (c *Comm) check() error {
 // endpoint.ErrRingFull when the SQ stayed full for Config.PostTimeout.
 func (x *Context) Put(team Team, peer int, dst *Window, dstOff int, src *Window, srcOff int, bytes int,
 	remote RemoteAction, local LocalAction, opts ...Option) error {
-	c := x.c
-	r := team.peerRank(c.rank, peer)
-	// The checks that pass, inline; the ones that fail, through the
-	// functions that say why. A put's Go is on a ping-pong's critical path
-	// and cold there (the kernel's send evicts it): each frame on it costs
-	// ~10 ns of a ~6 µs hop.
-	if !c.usable() || !team.has(peer, r, c.size) || c.lostPeer[r].Load() != nil || !c.owns(dst, dstOff, bytes) || !c.owns(src, srcOff, bytes) ||
-		(local.inc && int(local.counter) >= len(c.counters)) {
-		if err := x.putCheck(team, peer, dst, dstOff, src, srcOff, bytes, local); err != nil {
-			return err
-		}
-	}
-	var ctr *atomic.Uint64
-	if local.inc {
-		ctr = &c.counters[local.counter]
+	r, ctr, err := x.dataCheck(team, peer, dst, dstOff, src, srcOff, bytes, local, "put destination", "put source")
+	if err != nil {
+		return err
 	}
 	w := rdma.WQE{Op: rdma.OpWrite, Local: src.mr, LocalOff: srcOff, Remote: dst.remotes[r], RemoteOff: dstOff, Len: bytes}
 	return x.send(r, &w, remote, ctr, 0, 0, opts)
 }
 
-// putCheck is Put's checks, one by one, each with its error.
-func (x *Context) putCheck(team Team, peer int, dst *Window, dstOff int, src *Window, srcOff int, bytes int, local LocalAction) error {
-	if _, err := x.route(team, peer); err != nil {
-		return err
+// dataCheck is the checks of a data transfer: the route to peer, both
+// ranges (named dstWhat and srcWhat in errors) and the counter. It returns
+// the world rank and the counter word (nil without CounterInc).
+func (x *Context) dataCheck(team Team, peer int, dst *Window, dstOff int, src *Window, srcOff int, bytes int,
+	local LocalAction, dstWhat, srcWhat string) (int, *atomic.Uint64, error) {
+	r, err := x.route(team, peer)
+	if err != nil {
+		return 0, nil, err
 	}
-	if err := x.c.own(dst, "put destination", dstOff, bytes); err != nil {
-		return err
+	if err := x.c.own(dst, dstWhat, dstOff, bytes); err != nil {
+		return 0, nil, err
 	}
-	if err := x.c.own(src, "put source", srcOff, bytes); err != nil {
-		return err
+	if err := x.c.own(src, srcWhat, srcOff, bytes); err != nil {
+		return 0, nil, err
 	}
-	_, err := x.c.counterOf(local)
-	return err
+	ctr, err := x.c.counterOf(local)
+	return r, ctr, err
 }
 
 // PutValue writes the low size bytes (1, 2, 4 or 8) of value, little-endian,
@@ -160,23 +152,13 @@ func (x *Context) route(team Team, peer int) (int, error) {
 // endpoint the signal routes to; size > 0 posts value as a PutValue.
 func (x *Context) send(r int, w *rdma.WQE, remote RemoteAction, ctr *atomic.Uint64, value uint64, size int, opts []Option) error {
 	c := x.c
-	sig := -1
-	if remote.kind == remoteInc && int(remote.signal) < c.cfg.Signals {
-		// signalOf's usual case, inline (see Put)
-		sig = int(remote.signal)
-		w.Signal = c.indexed(rdma.SignalInc, remote, r)
-	} else if remote.kind != remoteNone {
-		var err error
-		if sig, err = c.signalOf(remote, r, &w.Signal); err != nil {
-			return err
-		}
+	sig, err := c.signalOf(remote, r, &w.Signal)
+	if err != nil {
+		return err
 	}
-	g := x.groups[r].Load()
-	if g == nil {
-		var err error
-		if g, err = x.group(r); err != nil {
-			return err
-		}
+	g, err := x.group(r)
+	if err != nil {
+		return err
 	}
 	if size > 0 {
 		return g.PostValue(sig, w, value, size, aggregated(opts))
@@ -310,15 +292,6 @@ func (c *Comm) counterOf(a LocalAction) (*atomic.Uint64, error) {
 		return nil, fmt.Errorf("counter %d of %d: %w", a.counter, len(c.counters), ErrUnknownCounter)
 	}
 	return &c.counters[a.counter], nil
-}
-
-// usable is check's success, inlinable.
-func (c *Comm) usable() bool { return !c.closed.Load() && c.lost.Load() == nil }
-
-// owns is own's success, inlinable: w is a live window of c and
-// [off, off+n) lies in it.
-func (c *Comm) owns(w *Window, off, n int) bool {
-	return w != nil && w.c == c && !w.closing.Load() && rdma.InBounds(off, n, w.size)
 }
 
 // own checks that w is a window of c and [off, off+n) lies in it.

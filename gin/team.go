@@ -11,21 +11,10 @@ type Team struct {
 	Stride int // world-rank distance between consecutive members
 }
 
-// peerRank is the world rank of team peer p for a caller of world rank
-// me, unchecked (has checks it).
-func (t Team) peerRank(me, p int) int { return me + (p-t.Rank)*t.Stride }
-
-// has reports whether p is a peer of t and its world rank w one of a
-// world of size ranks: worldRank's success, inlinable. Stride and Rank are
-// bounded first, so that peerRank's product cannot overflow into a valid
-// rank (a Team of huge Stride would otherwise reach another rank).
-func (t Team) has(p, w, size int) bool {
-	return t.Stride > 0 && t.Stride <= size && t.Rank >= 0 && t.Rank < t.NRanks &&
-		p >= 0 && p < t.NRanks && t.NRanks <= size && w >= 0 && w < size
-}
-
 // worldRank maps team peer p to a world rank of a world of size ranks, for
-// a caller of world rank me.
+// a caller of world rank me. Stride and Rank are bounded first, so that the
+// product cannot overflow into a valid rank (a Team of huge Stride would
+// otherwise reach another rank).
 func (t Team) worldRank(me, size, p int) (int, error) {
 	if t.Stride <= 0 || t.Stride > size || t.Rank < 0 || t.Rank >= t.NRanks || t.NRanks > size {
 		return 0, fmt.Errorf("team {rank %d, nranks %d, stride %d} in a world of %d: invalid: %w", t.Rank, t.NRanks, t.Stride, size, ErrPeerOutOfRange)
