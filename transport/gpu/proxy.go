@@ -306,14 +306,11 @@ func (p *proxyRing) postWQE(w ring.WQE, aggregate bool) error {
 	world := g.gc.World()
 	switch w.Op {
 	case ring.OpPut:
-		dst, src := g.window(w.DstWindow), g.window(w.SrcWindow)
-		if dst == nil || src == nil || dst.gw == nil || src.gw == nil {
-			return fmt.Errorf("put between windows %d and %d: no such proxy windows: %w", w.DstWindow, w.SrcWindow, gin.ErrBadArgument)
+		dst, src, err := g.transfer(w, "put")
+		if err != nil {
+			return err
 		}
-		if w.CounterInc && int(w.Counter) >= g.cfg.Counters {
-			return fmt.Errorf("counter %d of %d: %w", w.Counter, g.cfg.Counters, gin.ErrUnknownCounter)
-		}
-		return p.x.Put(world, peer, dst.gw, toInt(w.DstOff), src.gw, toInt(w.SrcOff), toInt(w.Bytes), remote, gin.LocalNone, opts...)
+		return p.x.Put(world, peer, dst, toInt(w.DstOff), src, toInt(w.SrcOff), toInt(w.Bytes), remote, gin.LocalNone, opts...)
 	case ring.OpPutValue:
 		dst := g.window(w.DstWindow)
 		if dst == nil || dst.gw == nil {
@@ -323,16 +320,26 @@ func (p *proxyRing) postWQE(w ring.WQE, aggregate bool) error {
 	case ring.OpSignal:
 		return p.x.Signal(world, peer, remote, opts...)
 	case ring.OpGet:
-		dst, src := g.window(w.DstWindow), g.window(w.SrcWindow)
-		if dst == nil || src == nil || dst.gw == nil || src.gw == nil {
-			return fmt.Errorf("get between windows %d and %d: no such proxy windows: %w", w.DstWindow, w.SrcWindow, gin.ErrBadArgument)
+		dst, src, err := g.transfer(w, "get")
+		if err != nil {
+			return err
 		}
-		if w.CounterInc && int(w.Counter) >= g.cfg.Counters {
-			return fmt.Errorf("counter %d of %d: %w", w.Counter, g.cfg.Counters, gin.ErrUnknownCounter)
-		}
-		return p.x.Get(world, peer, dst.gw, toInt(w.DstOff), src.gw, toInt(w.SrcOff), toInt(w.Bytes), gin.LocalNone, opts...)
+		return p.x.Get(world, peer, dst, toInt(w.DstOff), src, toInt(w.SrcOff), toInt(w.Bytes), gin.LocalNone, opts...)
 	}
 	return fmt.Errorf("wqe op %d: %w", w.Op, gin.ErrBadArgument)
+}
+
+// transfer returns the gin windows of a put or get WQE (what) and checks
+// its counter, which the proxy ticks itself.
+func (g *Comm) transfer(w ring.WQE, what string) (dst, src *gin.Window, err error) {
+	d, s := g.window(w.DstWindow), g.window(w.SrcWindow)
+	if d == nil || s == nil || d.gw == nil || s.gw == nil {
+		return nil, nil, fmt.Errorf("%s between windows %d and %d: no such proxy windows: %w", what, w.DstWindow, w.SrcWindow, gin.ErrBadArgument)
+	}
+	if w.CounterInc && int(w.Counter) >= g.cfg.Counters {
+		return nil, nil, fmt.Errorf("counter %d of %d: %w", w.Counter, g.cfg.Counters, gin.ErrUnknownCounter)
+	}
+	return d.gw, s.gw, nil
 }
 
 // remote maps a WQE's signal to gin's indexed signal of the same index
