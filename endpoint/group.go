@@ -75,10 +75,9 @@ func (g *Group) Endpoint(sig int) (*Endpoint, error) {
 // and the endpoint's ring has room, w goes to the QP at once (direct),
 // with no ticket and no merge: nothing published before it waits.
 //
-// Why: on the 8 B ping-pong over tcp the post sits between the peer's
-// signal and the reply, where its Go is cold (the kernel's send evicts it)
-// and each nanosecond counts (~60 ns is 1 % of a hop): the queued path's
-// ticket, merge and frames are a noticeable share of it.
+// Why: on a ping-pong the post sits between the peer's signal and the
+// reply, and the queued path's ticket and merge are a share of it that a
+// post with nothing queued before it need not pay.
 func (g *Group) Post(sig int, w *rdma.WQE, counter *atomic.Uint64, aggregate bool) error {
 	e := g.cached(sig)
 	if e == nil {

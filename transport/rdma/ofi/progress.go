@@ -291,19 +291,23 @@ func (p *Provider) Poll() int {
 // pollOnce is Poll's read, with the provider pinned.
 func (p *Provider) pollOnce() int {
 	p.schedPoint()
-	// tryPoll(true), without its frame (a waiter's return from the read
-	// that lands a signal is on a ping-pong's critical path)
 	if !p.pollMu.TryLock() {
 		if p.blocked.Load() {
-			// The CQ's holder sleeps in fi_cq_sread (a wait object): wake
-			// it, and make the progress goroutine stand back, so that
-			// this spinning waiter reads the CQ itself from now on.
+			// The CQ's holder sleeps on its wait object: wake it, and
+			// make the progress goroutine stand back, so that this
+			// spinning waiter reads the CQ itself from now on.
 			p.polls.Add(1)
 			p.wakeup()
 		}
 		return 0
 	}
 	p.polls.Add(1)
+	return p.readHeld()
+}
+
+// readHeld reads one batch of the CQ with pollMu held, then releases it;
+// it returns how much it handled.
+func (p *Provider) readHeld() int {
 	n := p.poll(p.pollBuf())
 	if n > 0 {
 		p.busy()
@@ -335,12 +339,7 @@ func (p *Provider) tryPoll() int {
 	if !p.pollMu.TryLock() {
 		return 0
 	}
-	defer p.pollMu.Unlock()
-	n := p.poll(p.pollBuf())
-	if n > 0 {
-		p.busy()
-	}
-	return n
+	return p.readHeld()
 }
 
 // PollWait is Poll that, when nothing was ready, waits for up to d

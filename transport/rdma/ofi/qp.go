@@ -311,16 +311,11 @@ func (q *qp) post1(w *rdma.WQE, ps *peerState, last bool) error {
 		if w.Op == rdma.OpRead && w.Signal.Mode != rdma.SignalNone {
 			return errors.New("OpRead with a signal")
 		}
-		// The checks that pass inline, their errors through the functions
-		// that say why: the post is on a ping-pong's critical path, cold
-		// there, and each frame costs ~10 ns of a ~6 µs hop.
-		var ok bool
-		if pl.local, ok = q.liveLocal(w.Local); !ok {
-			_, err := q.localRegion(w.Local)
+		var err error
+		if pl.local, err = q.localRegion(w.Local); err != nil {
 			return err
 		}
-		if pl.remote, ok = q.liveRemote(w.Remote); !ok {
-			_, err := q.remoteRegion(w.Remote, "remote")
+		if pl.remote, err = q.remoteRegion(w.Remote, "remote"); err != nil {
 			return err
 		}
 		if !rdma.InBounds(w.LocalOff, w.Len, pl.local.size) {
@@ -367,9 +362,8 @@ func (q *qp) post1(w *rdma.WQE, ps *peerState, last bool) error {
 // planImm validates w's signal and encodes it as CQ data words (cqdata).
 func (q *qp) planImm(w *rdma.WQE, ps *peerState, pl *plan) error {
 	s := &w.Signal
-	sig, ok := q.liveRemote(s.Region) // inline checks, as post1's
-	if !ok {
-		_, err := q.remoteRegion(s.Region, "signal")
+	sig, err := q.remoteRegion(s.Region, "signal")
+	if err != nil {
 		return err
 	}
 	if !rdma.IsWord(s.Off, sig.size) {
@@ -567,12 +561,10 @@ func (q *qp) submitStaged(wrID uint64, pl *plan, data, flags uint64) (bool, erro
 	}
 	c.set(ctxStaged, q.id, uint64(slot+1))
 	p.inflight.Add(1)
-	if r := p.f.write(buf, pl.n, desc, pl.dest, pl.raddr, pl.rkey, c, data, flags|fiCompletion); r != 0 { // q.write without its frame
-		if err := q.writeAgain(r, buf, pl.n, desc, pl.dest, pl.raddr, pl.rkey, c, data, flags|fiCompletion); err != nil {
-			p.inflight.Add(-1)
-			p.stage.release(c, slot)
-			return true, err
-		}
+	if err := q.write(buf, pl.n, desc, pl.dest, pl.raddr, pl.rkey, c, data, flags|fiCompletion); err != nil {
+		p.inflight.Add(-1)
+		p.stage.release(c, slot)
+		return true, err
 	}
 	q.done(wrID)
 	return true, nil
@@ -593,9 +585,8 @@ const _ = uint(64 - stageSlots)
 //
 // Why a bitmap and fixed contexts: a staged write is the whole of an 8 B
 // put on tcp, and its post sits between the peer's signal and the reply
-// on the ping-pong's critical path, where every nanosecond counts (~60 ns
-// is 1 % of a hop). A slot is one compare-and-swap on one word, with no
-// mutex, and its context comes with it.
+// on a ping-pong's critical path. A slot is one compare-and-swap on one
+// word, with no mutex, and its context comes with it.
 type stagePool struct {
 	r    *Region
 	pool *ctxPool
@@ -667,7 +658,7 @@ func (q *qp) writeWord(ps *peerState, word uint64, more bool) error {
 // failure is a *rdma.QPError naming the libfabric code.
 func (q *qp) write(buf unsafe.Pointer, n int, desc uintptr, dest, raddr, rkey uint64, c *ctx, data, flags uint64) error {
 	if r := q.p.f.write(buf, n, desc, dest, raddr, rkey, c, data, flags); r != 0 {
-		return q.writeAgain(r, buf, n, desc, dest, raddr, rkey, c, data, flags)
+		return q.again(r, false, buf, n, desc, dest, raddr, rkey, c, data, flags)
 	}
 	return nil
 }
@@ -678,11 +669,6 @@ func (q *qp) read(buf unsafe.Pointer, n int, desc uintptr, src, raddr, rkey uint
 		return q.again(r, true, buf, n, desc, src, raddr, rkey, c, 0, flags)
 	}
 	return nil
-}
-
-// writeAgain is write after a first fi_writemsg that returned r (not 0).
-func (q *qp) writeAgain(r int, buf unsafe.Pointer, n int, desc uintptr, dest, raddr, rkey uint64, c *ctx, data, flags uint64) error {
-	return q.again(r, false, buf, n, desc, dest, raddr, rkey, c, data, flags)
 }
 
 // again retries an RMA (fi_readmsg with read, else fi_writemsg) that
@@ -729,18 +715,6 @@ func (q *qp) again(r int, read bool, buf unsafe.Pointer, n int, desc uintptr, de
 		return &rdma.QPError{Peer: q.peer, Err: newFabricError(call, r)}
 	}
 	return nil
-}
-
-// liveLocal is localRegion's success, inlinable.
-func (q *qp) liveLocal(r rdma.MemoryRegion) (*Region, bool) {
-	lr, ok := r.(*Region)
-	return lr, ok && lr != nil && lr.p == q.p && !lr.pins.Closed()
-}
-
-// liveRemote is remoteRegion's success, inlinable.
-func (q *qp) liveRemote(r rdma.RemoteRegion) (*remoteRegion, bool) {
-	rr, ok := r.(*remoteRegion)
-	return rr, ok && rr != nil && rr.p == q.p && rr.peer == q.peer && !rr.closed.Load()
 }
 
 // localRegion returns r as a live Region of this provider.
