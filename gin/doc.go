@@ -1,6 +1,8 @@
 // Package gin is rdmactor's one-sided communication layer: windows, puts,
-// signals, counters and flush, with the semantics of NCCL's GIN device API
-// (nccl_device/gin.h, NCCL 2.28–2.30), callable from Go.
+// gets, signals, counters and flush, with the semantics of NCCL's GIN
+// device API (nccl_device/gin.h, NCCL 2.28–2.30), callable from Go. After
+// a rank is lost (Config.PeerFailure FailPeer), Comm.Shrink gives the
+// survivors a Comm without it, as ncclCommShrink does (NCCL 2.27).
 //
 // # Usage
 //
@@ -42,7 +44,7 @@
 // # What Flush does not promise
 //
 // Flush returns when every put this Context issued is locally complete:
-// its source may be reused. It "makes no claims regarding the completion
+// its source may be reused (and every Get has landed). It "makes no claims regarding the completion
 // status on the remote peer(s)" (gin.h): learn delivery from a signal.
 //
 // # Aggregate
