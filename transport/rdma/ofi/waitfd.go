@@ -42,6 +42,11 @@ func openCQWaiter(cq *C.struct_fid_cq) *cqWaiter {
 	if C.rdx_cq_waitfd(cq, &fd) != 0 || fd < 0 {
 		return nil
 	}
+	// wait's level check needs an epoll set (util wait objects are one).
+	var ev [1]unix.EpollEvent
+	if _, err := unix.EpollWait(int(fd), ev[:], 0); err != nil && err != unix.EINTR {
+		return nil
+	}
 	// A dup, so that closing the file leaves libfabric's fd open; it
 	// shares the fd's flags, and non-blocking mode changes nothing for an
 	// epoll fd (its waits carry their own timeout).
@@ -71,18 +76,37 @@ func (w *cqWaiter) tryWait(fab *C.struct_fid_fabric, cq *C.struct_fid_cq) bool {
 }
 
 // wait blocks until the fd is readable (a completion, a kick), for at most
-// d, or until close. A readiness that came since the last wait ends it at
-// once: the caller polls and waits again.
+// d, or until close.
+//
+// The netpoller is edge-triggered, and RawConn.Read forgets an edge that
+// came before it (it resets the descriptor's readiness), so the first look
+// is a level check of the epoll set itself (epoll_wait with no timeout):
+// whatever became ready before the call is seen there, and whatever comes
+// after is an edge the netpoller keeps.
 func (w *cqWaiter) wait(d time.Duration) {
 	if w.file.SetReadDeadline(time.Now().Add(d)) != nil {
 		return
 	}
-	waited := false
-	_ = w.rc.Read(func(uintptr) bool {
-		done := waited
-		waited = true
-		return done
+	looked := false
+	_ = w.rc.Read(func(fd uintptr) bool {
+		if looked {
+			return true // the netpoller saw the fd readable
+		}
+		looked = true
+		return epollReady(int(fd))
 	})
+}
+
+// epollReady reports whether the epoll set fd has an event ready now.
+func epollReady(fd int) bool {
+	var ev [1]unix.EpollEvent
+	for {
+		n, err := unix.EpollWait(fd, ev[:], 0)
+		if err == unix.EINTR {
+			continue
+		}
+		return n > 0 || err != nil // an error: look again rather than block
+	}
 }
 
 // close unregisters and closes the dup.
