@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rdmactor/rdmactor/internal/testutils"
 )
 
 // envRunMain makes the test binary act as rdmarun: the multi-node test
@@ -25,22 +27,6 @@ func TestMain(m *testing.M) {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
-}
-
-// buildExamples builds the named examples into a temporary directory.
-func buildExamples(t *testing.T, names ...string) string {
-	t.Helper()
-	dir := t.TempDir()
-	args := []string{"build", "-o", dir + string(filepath.Separator)}
-	for _, n := range names {
-		args = append(args, "./examples/"+n)
-	}
-	cmd := exec.Command("go", args...)
-	cmd.Dir = filepath.Join("..", "..")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return dir
 }
 
 func freePort(t *testing.T) int {
@@ -75,7 +61,7 @@ func TestTwoNodes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the examples and runs two launchers")
 	}
-	bin := buildExamples(t, "putsignal", "barrier")
+	bin := testutils.BuildExamples(t, "putsignal", "barrier")
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

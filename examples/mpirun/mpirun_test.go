@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rdmactor/rdmactor/internal/testutils"
 )
 
 const secret = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
@@ -31,22 +33,6 @@ func mpirun(t *testing.T) string {
 		t.Skipf("%s is not Open MPI's (%v): %s", p, err, out)
 	}
 	return p
-}
-
-// build builds the examples into a temporary directory.
-func build(t *testing.T, names ...string) string {
-	t.Helper()
-	dir := t.TempDir()
-	args := []string{"build", "-o", dir + string(filepath.Separator)}
-	for _, n := range names {
-		args = append(args, "./examples/"+n)
-	}
-	cmd := exec.Command("go", args...)
-	cmd.Dir = filepath.Join("..", "..")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return dir
 }
 
 // env is this process's environment without rdmactor's and the
@@ -88,7 +74,7 @@ func TestExamplesUnderMpirun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the examples and runs them under mpirun")
 	}
-	bin := build(t, "putsignal", "barrier", "actors")
+	bin := testutils.BuildExamples(t, "putsignal", "barrier", "actors")
 	// The secret as a user passes it: exported, and named with -x so that
 	// ranks on other hosts get it too.
 	secretEnv := env("RDMACTOR_JOB_SECRET=" + secret)
