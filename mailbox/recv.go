@@ -235,12 +235,16 @@ func (m *Mailbox) next(s int, q *inPair, h Handler) bool {
 			q.r.skip(room)
 			continue
 		}
-		m.deliver(s, hd.kind, ring[at+headerBytes:at+uint64(hd.len)], h)
-		if m.tookHold(s) { // the frame stays at the head until Resume (pause.go)
-			return false
-		}
+		// Counted before the handler runs, so Stats read after a handler
+		// has seen a frame includes it; a held frame is taken back.
 		m.rc.frames.Add(1)
 		m.rc.bytes.Add(uint64(hd.len) - headerBytes)
+		m.deliver(s, hd.kind, ring[at+headerBytes:at+uint64(hd.len)], h)
+		if m.tookHold(s) { // the frame stays at the head until Resume (pause.go)
+			m.rc.frames.Add(^uint64(0))
+			m.rc.bytes.Add(-(uint64(hd.len) - headerBytes))
+			return false
+		}
 		q.r.consume(uint64(hd.len))
 		return true
 	}

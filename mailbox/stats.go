@@ -8,7 +8,10 @@ type Stats struct {
 	FramesSent, BytesSent uint64
 	// Puts counts the puts that carried them (with pads): fewer than
 	// FramesSent when bursts were batched.
-	Puts                          uint64
+	Puts uint64
+	// FramesReceived and BytesReceived count frames handed to
+	// Handler.Frame and not held (Hold); a frame is counted before its
+	// handler runs, so a handler that has seen it also sees it counted.
 	FramesReceived, BytesReceived uint64
 	// CreditWaits counts Sends that found the ring full and waited;
 	// RingFull counts those that gave up (RingFullError).
