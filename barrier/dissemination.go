@@ -95,7 +95,8 @@ func (s *DisseminationSession) start(e uint64) error {
 // Sync is Session.Sync over ceil(log2 n) rounds. FencePut is refused with
 // ErrFence before anything is posted (it does not break the session): a
 // member does not signal every other, so its arrival cannot imply its
-// puts. FenceFlush is supported. A *TimeoutError names the one member the
+// puts. FenceFlush and FenceGet are supported: both concern this rank's
+// own operations only. A *TimeoutError names the one member the
 // stalled round waited for.
 func (s *DisseminationSession) Sync(ctx context.Context, fence Fence) error {
 	if fence&FencePut != 0 {
@@ -110,10 +111,9 @@ func (s *DisseminationSession) SyncTimeout(ctx context.Context, fence Fence, d t
 }
 
 func (s *DisseminationSession) sync(ctx context.Context, fence Fence) error {
-	if fence&FenceFlush != 0 {
-		if err := s.x.Flush(ctx); err != nil {
-			return fmt.Errorf("barrier %d: flush: %w", s.index, err)
-		}
+	gets, err := enter(ctx, s.x, s.index, fence)
+	if err != nil {
+		return err
 	}
 	s.epoch++
 	bits := 32
@@ -138,5 +138,5 @@ func (s *DisseminationSession) sync(ctx context.Context, fence Fence) error {
 		}
 	}
 	s.wide = false
-	return nil
+	return gets.wait(ctx, s.index)
 }

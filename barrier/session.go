@@ -156,10 +156,9 @@ func (s *Session) SyncTimeout(ctx context.Context, fence Fence, d time.Duration)
 }
 
 func (s *Session) sync(ctx context.Context, fence Fence) error {
-	if fence&FenceFlush != 0 {
-		if err := s.x.Flush(ctx); err != nil {
-			return fmt.Errorf("barrier %d: flush: %w", s.index, err)
-		}
+	gets, err := enter(ctx, s.x, s.index, fence)
+	if err != nil {
+		return err
 	}
 	last := s.team.NRanks - 1 // peers to signal and wait for, in rotated order
 	if fence&FencePut != 0 {
@@ -195,7 +194,7 @@ func (s *Session) sync(ctx context.Context, fence Fence) error {
 		}
 	}
 	s.wide = false
-	return nil
+	return gets.wait(ctx, s.index)
 }
 
 // timeout builds the TimeoutError of the current epoch: the members whose

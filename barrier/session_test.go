@@ -252,40 +252,19 @@ func TestIndicesInFlight(t *testing.T) {
 // itself, are visible after it.
 func TestFencePut(t *testing.T) {
 	const n = 3
-	iters := scale(500, 50)
-	j := newJob(t, n, gin.Config{Signals: barrier.Requirement(n, 1), Require: gin.Requirements{StrongSignals: true}})
-	wins := make([]*gin.Window, n)
-	j.ranks(func(r int) (err error) {
-		wins[r], err = j.comms[r].RegisterWindow(j.ctx, 8*n, 0)
-		return err
-	})
-	j.ranks(func(r int) error {
-		x, team := j.x(r), j.comms[r].World()
-		s, err := barrier.NewSession(x, team, 0, 0)
-		if err != nil {
-			return err
-		}
-		for i := 1; i <= iters; i++ {
-			for p := range n {
-				if err := x.PutValue(team, p, wins[r], 8*r, uint64(i), 8, gin.None); err != nil {
-					return err
-				}
-			}
-			if err := s.Sync(j.ctx, barrier.FencePut); err != nil {
-				return err
-			}
-			for q := range n {
-				if v := le64(wins[r].Bytes()[8*q:]); v != uint64(i) {
-					return fmt.Errorf("barrier %d: value from rank %d is %d", i, q, v)
-				}
-			}
-			// Nobody writes the next round before everyone checked.
-			if err := s.Sync(j.ctx, barrier.FenceNone); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	fencePutRounds(t, newJob(t, n, gin.Config{Signals: barrier.Requirement(n, 1), Require: gin.Requirements{StrongSignals: true}}))
+}
+
+// FenceGet: gets issued before the barrier have landed when it returns,
+// on both barrier kinds, alone and with FencePut. On shm a get completes
+// when it is issued; the ofi twin (ofi_test.go) is where one is in flight.
+func TestFenceGet(t *testing.T) {
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) {
+			const n = 3
+			fenceGetRounds(t, newJob(t, n, gin.Config{Signals: k.signals(n, 1)}), k)
+		})
+	}
 }
 
 func le64(b []byte) uint64 {
