@@ -86,6 +86,8 @@ var cases = []kcase{
 		args: func(w *gpu.Window) []any { return []any{w.Handle(), int32(pvCount)} }},
 	{name: "Barrier", kernel: "barrier", window: 64, block: 128, want3: barrierRounds,
 		args: func(w *gpu.Window) []any { return []any{w.Handle(), int32(barrierRounds)} }},
+	{name: "BarrierFences", kernel: "barrier_fences", window: 64, block: 128, want3: barrierRounds,
+		args: func(w *gpu.Window) []any { return []any{w.Handle(), int32(barrierRounds)} }},
 }
 
 func caseByName(name string) (kcase, bool) {
@@ -271,7 +273,7 @@ func TestSemanticsProxyProcesses(t *testing.T) {
 // two (else both on one), their windows mapped through CUDA IPC.
 func TestSemanticsLSAProcesses(t *testing.T) {
 	gputest.SkipIfNoGPU(t)
-	for _, name := range []string{"Ordering", "Barrier", "PutValue"} {
+	for _, name := range []string{"Ordering", "Barrier", "BarrierFences", "PutValue"} {
 		t.Run(name, func(t *testing.T) {
 			testutils.RunRanks(t, 2, roleCase, envCase+"="+name, envPath+"=lsa")
 		})

@@ -53,7 +53,8 @@ func runTwin(t *testing.T, name string, threads int, n int, args func(ctx *cuda.
 
 // TestLayoutTwin compares the layouts of impl/gin__types.cuh, as the
 // compiler laid them out, with the Go constants of layout.go and package
-// ring, and a WQE packed by the device with ring.WQE.Encode.
+// ring, the WaitResult codes, and a WQE packed by the device with
+// ring.WQE.Encode.
 func TestLayoutTwin(t *testing.T) {
 	want := []uint64{
 		devCommBytes, dcRank, dcSize, dcLSASize, dcPath, dcNSignals, dcNCounters, dcNBarriers, dcNContexts,
@@ -64,6 +65,7 @@ func TestLayoutTwin(t *testing.T) {
 		ring.HostDoorbell, ring.HostConsumed, ring.HostCompleted, ring.HostStatus, ring.HostEntries, ring.WQEBytes,
 		devPathLSA, devPathProxy,
 		devErrOutOfBounds, devErrPeerOutOfRange, devErrUnknownSignal, devErrUnknownCounter, devErrBadArgument,
+		uint64(WaitOK), uint64(WaitAborted), uint64(WaitTimeout), uint64(WaitInvalid),
 	}
 	w := ring.WQE{Seq: 0x11223343, Op: ring.OpPut, Remote: ring.RemoteAdd, CounterInc: true, ValueSize: 4, Peer: 0x55,
 		Signal: 0x66, DstWindow: 0x77, SrcWindow: 0x88, Counter: 0x99, DstOff: 0xaa, SrcOff: 0xbb, Bytes: 0xcc, SignalValue: 0xdd}

@@ -89,6 +89,10 @@ extern "C" __global__ void layout_twin(unsigned long long* out) {
   out[i++] = ErrUnknownSignal;
   out[i++] = ErrUnknownCounter;
   out[i++] = ErrBadArgument;
+  out[i++] = (u64)WaitResult::Ok;
+  out[i++] = (u64)WaitResult::Aborted;
+  out[i++] = (u64)WaitResult::Timeout;
+  out[i++] = (u64)WaitResult::Invalid;
   // The WQE as the device packs it: a put with every field distinct.
   impl::Remote r{RemoteAdd, 0x66, 0xdd};
   impl::WQE e = impl::makeWQE(OpPut, r, 0x99, 4, 0x55, 0x77, 0x88, 0xaa, 0xbb, 0xcc);
@@ -303,6 +307,89 @@ extern "C" __global__ void barrier(const __grid_constant__ DevComm comm, Window 
     if (!ok) return;
   }
   if (coop.rank() == 0) res[3] = rounds;
+}
+
+// barrier_fences: the fence levels of BarrierSession::sync
+// (ncclGinFenceLevel, NCCL 2.32), through the timed sync. Each round a
+// rank publishes a stamp in word 2 of its window, puts a stamp to word 0
+// of its right neighbour and one to word 1 of its own window (loopback),
+// syncs with FencePut and checks both; gets its right neighbour's word 2
+// into its word 3, syncs with FenceGet (with FencePut every other round)
+// and checks it; a last sync keeps the next round's writes behind every
+// check and read. On the proxy path loopback puts and gets are in flight
+// when they return, so without the fences the checks see old rounds.
+extern "C" __global__ void barrier_fences(const __grid_constant__ DevComm comm, Window win, int rounds,
+                                          unsigned long long* res) {
+  CoopBlock coop;
+  Gin gin(comm, 0);
+  Team world = teamWorld(comm);
+  BarrierSession<CoopBlock> bar(coop, gin, world, 1);
+  volatile u64* w = (volatile u64*)localPointer(win, 0);
+  const Timeout t{10000000000ull};  // 10 s: far beyond a round, short of the case's bound
+  auto stamp = [](int rank, int k, u64 tag) { return tag << 60 | (u64)rank << 32 | (u64)k; };
+  auto bad = [&](int k, int what) {
+    if (atomicAdd(&res[0], 1ull) == 0) res[1] = (u64)what << 32 | (u64)k;
+  };
+  for (int k = 1; k <= rounds; k++) {
+    if (coop.rank() == 0) w[2] = stamp(comm.rank, k, 3);
+    gin.putValue(world, right(comm), win, 0, stamp(comm.rank, k, 1), None{}, coop);
+    gin.putValue(world, world.rank, win, 8, stamp(comm.rank, k, 2), None{}, coop);
+    WaitResult r = bar.sync(coop, FencePut, t);
+    noteAbort(coop, r == WaitResult::Ok, res);
+    if (r != WaitResult::Ok) return;
+    if (coop.rank() == 0 && w[0] != stamp(left(comm), k, 1)) bad(k, 1);
+    if (coop.rank() == 0 && w[1] != stamp(comm.rank, k, 2)) bad(k, 2);
+    gin.get(world, right(comm), win, 24, win, 16, 8, None{}, coop);
+    r = bar.sync(coop, (k & 1) ? FenceGet : FenceGet | FencePut, t);
+    noteAbort(coop, r == WaitResult::Ok, res);
+    if (r != WaitResult::Ok) return;
+    if (coop.rank() == 0 && w[3] != stamp(right(comm), k, 3)) bad(k, 3);
+    r = bar.sync(coop, FenceNone, t);
+    noteAbort(coop, r == WaitResult::Ok, res);
+    if (r != WaitResult::Ok) return;
+  }
+  if (coop.rank() == 0) res[3] = rounds;
+}
+
+// wait_timeout: timed waits on what never comes. out[0] and out[1]: the
+// result of a wait for signal 6 and its length in ns of %globaltimer;
+// out[2] and out[3]: the same for counter 2; out[4]: a wait whose value is
+// already there, with Timeout{0}; out[5]: a wait on an unknown signal.
+extern "C" __global__ void wait_timeout(const __grid_constant__ DevComm comm, unsigned long long ns,
+                                        unsigned long long* out) {
+  CoopBlock coop;
+  Gin gin(comm, 0);
+  const u64 t0 = impl::globalTimer();
+  const WaitResult sig = gin.waitSignal(coop, 6, 1, Timeout{ns});
+  const u64 t1 = impl::globalTimer();
+  const WaitResult ctr = gin.waitCounter(coop, 2, 1, Timeout{ns});
+  const u64 t2 = impl::globalTimer();
+  const WaitResult now = gin.waitSignal(coop, 6, 0, Timeout{0});
+  const WaitResult bad = gin.waitSignal(coop, (Signal)comm.nSignals, 1, Timeout{ns});
+  if (coop.rank() == 0) {
+    out[0] = (u64)sig;
+    out[1] = t1 - t0;
+    out[2] = (u64)ctr;
+    out[3] = t2 - t1;
+    out[4] = (u64)now;
+    out[5] = (u64)bad;
+  }
+}
+
+// barrier_timeout: a timed barrier sync (FencePut|FenceGet) that a peer
+// never joins. out[0]: its result; out[1]: its length in ns.
+extern "C" __global__ void barrier_timeout(const __grid_constant__ DevComm comm, unsigned long long ns,
+                                           unsigned long long* out) {
+  CoopBlock coop;
+  Gin gin(comm, 0);
+  BarrierSession<CoopBlock> bar(coop, gin, teamWorld(comm), 2);
+  const u64 t0 = impl::globalTimer();
+  const WaitResult r = bar.sync(coop, FencePut | FenceGet, Timeout{ns});
+  const u64 t1 = impl::globalTimer();
+  if (coop.rank() == 0) {
+    out[0] = (u64)r;
+    out[1] = t1 - t0;
+  }
 }
 
 // wait_forever waits on signal 6, which nobody signals; it must return

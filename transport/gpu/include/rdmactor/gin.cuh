@@ -49,7 +49,9 @@
 //     CounterInc ticked.
 //  5. Waits return false when the host set the abort flag
 //     (gpu.Comm.Abort, or a Go deadline that ended): a kernel that sees
-//     false should return. Nothing on the device waits forever.
+//     false should return. Nothing on the device waits forever. The
+//     overloads that take a Timeout also end by themselves and say why
+//     in a WaitResult (NCCL 2.31 added timeouts to device waits).
 //
 // Errors (an offset outside a window, a peer outside the team, an unknown
 // signal or counter, a putValue size other than 1/2/4/8) are not
@@ -111,6 +113,47 @@ struct SignalAdd { Signal signal; u64 value; }; // ncclGin_SignalAdd: +value
 // Local action, applied here once the source was consumed.
 struct CounterInc { Counter counter; };         // ncclGin_CounterInc
 
+// WaitResult: how a wait with a Timeout ended (NCCL 2.31's timed device
+// waits return ncclResult_t, ncclTimeout when the budget ran out; here the
+// host's abort flag has a code of its own).
+enum class WaitResult : u32 {
+  Ok = 0,       // the condition holds (acquire ordering, as the bool waits)
+  Aborted = 1,  // the host set the abort flag (gpu.Comm.Abort, a Go deadline)
+  Timeout = 2,  // the Timeout passed first
+  Invalid = 3,  // bad arguments (unknown signal or counter, bad barrier
+                // index or peer): recorded for gpu.Comm.DeviceError
+};
+
+// Timeout bounds a wait: at most ns nanoseconds of the GPU's global timer
+// (%globaltimer, PTX ISA; NCCL 2.31 counts clock64 cycles instead, which
+// vary with the SM clock). The wait looks at the timer every 8 polls, so
+// it may overrun by a few polls (under 2 us once it sleeps between polls).
+// A wait whose condition already holds returns Ok even with Timeout{0};
+// Timeout::forever() waits until the condition holds or the host aborts.
+struct Timeout {
+  u64 ns;
+  static __device__ __forceinline__ Timeout forever() { return Timeout{~0ull}; }
+};
+
+// Fence: what BarrierSession::sync orders besides arrival
+// (ncclGinFenceLevel, NCCL 2.32); combine with |.
+enum Fence : u32 {
+  // FenceNone: arrival only. Each member's puts to a peer on the same
+  // context before the barrier are visible at that peer after it anyway
+  // (strong signals: the arrival signal implies them), except its puts
+  // to itself.
+  FenceNone = 0,
+  // FencePut: also signal and wait for the caller's own slot, so its
+  // loopback puts are visible after the barrier too
+  // (ncclGinFenceLevel::Put, which adds the own slot the same way).
+  FencePut = 1,
+  // FenceGet: the gets this coop issued through the session's Gin before
+  // sync have landed when it returns: a flush after the arrivals
+  // (ncclGinFenceLevel::Get), so peers do not wait for this rank's gets.
+  FenceGet = 2,
+};
+__device__ __forceinline__ Fence operator|(Fence a, Fence b) { return Fence((u32)a | (u32)b); }
+
 // Gin: one context (ordering domain) of the communicator, as ncclGin.
 // Construct one per thread; it is a few registers.
 class Gin {
@@ -165,6 +208,10 @@ class Gin {
   // on the remote peer(s)". Returns false if aborted.
   template <typename Coop = CoopThread>
   __device__ bool flush(Coop coop = Coop{});
+  // flush with a time bound: Ok once complete, Aborted, or Timeout when
+  // t passed first (the operations are still in flight then).
+  template <typename Coop>
+  __device__ WaitResult flush(Coop coop, Timeout t);
 
   // readSignal returns the low bits bits of signal s with acquire ordering:
   // data whose signal increment it observes is visible (ncclGin::readSignal).
@@ -177,6 +224,11 @@ class Gin {
   // NVLink puts: docs/moe_gpu.md); acquire ordering holds on return.
   template <typename Coop>
   __device__ bool waitSignal(Coop coop, Signal s, u64 least, int bits = 64);
+  // waitSignal with a time bound: the same wait, ending with Ok, Aborted,
+  // Timeout once t passed, or Invalid for an unknown signal. Every thread
+  // of coop returns the same result.
+  template <typename Coop>
+  __device__ WaitResult waitSignal(Coop coop, Signal s, u64 least, Timeout t, int bits = 64);
   // resetSignal sets s to 0 (ncclGin::resetSignal; duty 3). On the proxy
   // path it clears the value, not gin's record of the signal's mode: to
   // switch s between SignalInc and SignalAdd there, reset it from the host
@@ -187,6 +239,9 @@ class Gin {
   __device__ u64 readCounter(Counter c, int bits = 56) const;
   template <typename Coop>
   __device__ bool waitCounter(Coop coop, Counter c, u64 least, int bits = 56);
+  // waitCounter with a time bound, as waitSignal's.
+  template <typename Coop>
+  __device__ WaitResult waitCounter(Coop coop, Counter c, u64 least, Timeout t, int bits = 56);
   __device__ void resetCounter(Counter c);
 
   // aborted reports whether the host set the abort flag.
@@ -202,13 +257,23 @@ class Gin {
 // (ncclGinBarrierSession). index picks one of gpu.Config.Barriers barrier
 // signals; use a different index per coop that syncs concurrently (e.g.
 // blockIdx.x) and one index per team. sync returns when every team member
-// has entered the same round; what each member put before it (same
-// context) is visible after it. Returns false if aborted.
+// has entered the same round; what each member put to the others before
+// it (same context) is visible after it: sync(coop) is sync(coop,
+// FenceNone). Fences may differ between members and rounds. Returns false
+// if aborted.
+//
+// The timed sync returns Timeout when t passed before every member
+// arrived (or before FenceGet's flush completed). The round is then left
+// half done: this rank's arrival was signalled and counted, so the
+// session no longer agrees with its peers (as Go's barrier.ErrBroken);
+// the kernel should return and the host treat the communicator as failed.
 template <typename Coop>
 class BarrierSession {
  public:
   __device__ BarrierSession(Coop coop, Gin& gin, Team team, u32 index);
   __device__ bool sync(Coop coop);
+  __device__ bool sync(Coop coop, Fence fence);
+  __device__ WaitResult sync(Coop coop, Fence fence, Timeout t);
 
   Gin* gin_;
   Team team_;

@@ -28,14 +28,39 @@ __device__ __forceinline__ bool abortSet(const DevComm& c) {
   return ldRelaxedSys(reinterpret_cast<const u64*>(c.abortFlag)) != 0;
 }
 
-// spinUntil polls until pred() holds, looking at the abort flag every 64
-// rounds (a load over PCIe). Returns false on abort.
+// globalTimer: the GPU's global nanosecond timer (%globaltimer).
+__device__ __forceinline__ u64 globalTimer() {
+  u64 t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// noDeadline: a wait without a Timeout.
+constexpr u64 noDeadline = ~0ull;
+
+// deadlineOf turns a Timeout into a %globaltimer deadline (saturating).
+__device__ __forceinline__ u64 deadlineOf(Timeout t) {
+  if (t.ns == noDeadline) return noDeadline;
+  const u64 now = globalTimer(), d = now + t.ns;
+  return d < now ? noDeadline : d;
+}
+
+// spinFor polls until pred() holds, looking at the abort flag every 64
+// rounds (a load over PCIe) and at the timer every 8 (a register read)
+// when there is a deadline.
+template <typename Pred>
+__device__ __forceinline__ WaitResult spinFor(const DevComm& c, u64 deadline, Pred pred) {
+  for (u32 i = 1;; i++) {
+    if (pred()) return WaitResult::Ok;
+    if ((i & 63) == 0 && abortSet(c)) return WaitResult::Aborted;
+    if (deadline != noDeadline && (i & 7) == 0 && globalTimer() >= deadline) return WaitResult::Timeout;
+  }
+}
+
+// spinUntil is spinFor without a deadline: false on abort.
 template <typename Pred>
 __device__ __forceinline__ bool spinUntil(const DevComm& c, Pred pred) {
-  for (u32 i = 1;; i++) {
-    if (pred()) return true;
-    if ((i & 63) == 0 && abortSet(c)) return false;
-  }
+  return spinFor(c, noDeadline, pred) == WaitResult::Ok;
 }
 
 // Polling back-off of waitWord: after waitFastPolls polls, each further
@@ -51,16 +76,17 @@ constexpr u32 waitSleepNs = 128;
 // blocks put over NVLink cut those puts' rate by 2-3x (moe/gpu: a normal
 // dispatch of 4096 tokens took 630 us instead of 206 us); the sleep costs a
 // wait that was going to be long anyway at most a poll interval.
-__device__ __forceinline__ bool waitWord(const DevComm& c, const u64* w, u64 least, u64 m) {
+// A deadline (noDeadline: none) ends it with WaitResult::Timeout.
+__device__ __forceinline__ WaitResult waitWord(const DevComm& c, const u64* w, u64 least, u64 m, u64 deadline) {
   least &= m;
   u32 polls = 0;
-  const bool ok = spinUntil(c, [&] {
+  const WaitResult r = spinFor(c, deadline, [&] {
     if (rollingLE(least, ldRelaxedSys(w) & m, m)) return true;
     if (++polls > waitFastPolls) __nanosleep(waitSleepNs);
     return false;
   });
-  if (ok) (void)ldAcquireSys(w);
-  return ok;
+  if (r == WaitResult::Ok) (void)ldAcquireSys(w);
+  return r;
 }
 
 // worldRank maps team member peer to a world rank, or -1 (recorded).
@@ -82,15 +108,18 @@ __device__ __forceinline__ bool inBounds(const DevComm& c, Window w, u64 off, u6
   return true;
 }
 
-// Broadcast of rank 0's flag to the coop; also a sync point.
-__device__ __forceinline__ bool bcast(CoopThread, bool v) { return v; }
-__device__ __forceinline__ bool bcast(CoopWarp, bool v) { return __shfl_sync(0xffffffffu, (int)v, 0) != 0; }
-__device__ __forceinline__ bool bcast(CoopBlock c, bool v) {
-  __shared__ int slot;
+// bcastResult hands coop rank 0's wait result to the whole coop; also a
+// sync point.
+__device__ __forceinline__ WaitResult bcastResult(CoopThread, WaitResult v) { return v; }
+__device__ __forceinline__ WaitResult bcastResult(CoopWarp, WaitResult v) {
+  return (WaitResult)__shfl_sync(0xffffffffu, (u32)v, 0);
+}
+__device__ __forceinline__ WaitResult bcastResult(CoopBlock c, WaitResult v) {
+  __shared__ u32 slot;
   c.sync();
-  if (c.rank() == 0) slot = v;
+  if (c.rank() == 0) slot = (u32)v;
   c.sync();
-  return slot != 0;
+  return (WaitResult)slot;
 }
 
 // Remote and local actions, decoded.
@@ -230,13 +259,26 @@ __device__ __forceinline__ void Gin::signal(Team team, int peer, R remote, Coop 
     impl::proxySignal(*this, coop, w, r);
 }
 
+namespace impl {
+// flushBy is Gin::flush with a %globaltimer deadline.
+template <typename Coop>
+__device__ __forceinline__ WaitResult flushBy(Gin& g, Coop coop, u64 deadline) {
+  if (g.comm_->path == PathLSA) {
+    coop.sync();  // every copy of the coop is done: sources are free, gets landed
+    return abortSet(*g.comm_) ? WaitResult::Aborted : WaitResult::Ok;
+  }
+  return proxyFlush(g, coop, deadline);
+}
+}  // namespace impl
+
 template <typename Coop>
 __device__ __forceinline__ bool Gin::flush(Coop coop) {
-  if (comm_->path == impl::PathLSA) {
-    coop.sync();  // every copy of the coop is done: sources are free
-    return !aborted();
-  }
-  return impl::proxyFlush(*this, coop);
+  return impl::flushBy(*this, coop, impl::noDeadline) == WaitResult::Ok;
+}
+
+template <typename Coop>
+__device__ __forceinline__ WaitResult Gin::flush(Coop coop, Timeout t) {
+  return impl::flushBy(*this, coop, impl::deadlineOf(t));
 }
 
 __device__ __forceinline__ u64 Gin::readSignal(Signal s, int bits) const {
@@ -248,14 +290,20 @@ __device__ __forceinline__ u64 Gin::readSignal(Signal s, int bits) const {
 }
 
 template <typename Coop>
-__device__ __forceinline__ bool Gin::waitSignal(Coop coop, Signal s, u64 least, int bits) {
+__device__ __forceinline__ WaitResult Gin::waitSignal(Coop coop, Signal s, u64 least, Timeout t, int bits) {
   if (s >= (u32)comm_->nSignals) {
     impl::fail(*comm_, impl::ErrUnknownSignal, s);
-    return false;
+    return WaitResult::Invalid;
   }
-  bool ok = true;
-  if (coop.rank() == 0) ok = impl::waitWord(*comm_, impl::signalWord(*comm_, s), least, impl::mask(bits));
-  return impl::bcast(coop, ok);
+  WaitResult r = WaitResult::Ok;
+  if (coop.rank() == 0)
+    r = impl::waitWord(*comm_, impl::signalWord(*comm_, s), least, impl::mask(bits), impl::deadlineOf(t));
+  return impl::bcastResult(coop, r);
+}
+
+template <typename Coop>
+__device__ __forceinline__ bool Gin::waitSignal(Coop coop, Signal s, u64 least, int bits) {
+  return waitSignal(coop, s, least, Timeout::forever(), bits) == WaitResult::Ok;
 }
 
 __device__ __forceinline__ void Gin::resetSignal(Signal s) {
@@ -276,15 +324,21 @@ __device__ __forceinline__ u64 Gin::readCounter(Counter n, int bits) const {
 }
 
 template <typename Coop>
-__device__ __forceinline__ bool Gin::waitCounter(Coop coop, Counter n, u64 least, int bits) {
+__device__ __forceinline__ WaitResult Gin::waitCounter(Coop coop, Counter n, u64 least, Timeout t, int bits) {
   if (n >= (u32)comm_->nCounters) {
     impl::fail(*comm_, impl::ErrUnknownCounter, n);
-    return false;
+    return WaitResult::Invalid;
   }
-  bool ok = true;
+  WaitResult r = WaitResult::Ok;
   if (coop.rank() == 0)
-    ok = impl::waitWord(*comm_, impl::counterWord(*comm_, n), least, impl::mask(bits < 56 ? bits : 56));
-  return impl::bcast(coop, ok);
+    r = impl::waitWord(*comm_, impl::counterWord(*comm_, n), least, impl::mask(bits < 56 ? bits : 56),
+                       impl::deadlineOf(t));
+  return impl::bcastResult(coop, r);
+}
+
+template <typename Coop>
+__device__ __forceinline__ bool Gin::waitCounter(Coop coop, Counter n, u64 least, int bits) {
+  return waitCounter(coop, n, least, Timeout::forever(), bits) == WaitResult::Ok;
 }
 
 __device__ __forceinline__ void Gin::resetCounter(Counter n) {
@@ -306,36 +360,55 @@ __device__ __forceinline__ BarrierSession<Coop>::BarrierSession(Coop, Gin& gin, 
   }
 }
 
-// sync: every member adds 1 to the barrier signal of every other member,
-// then waits until its own reached (round) * (nRanks - 1). The expected
-// value lives in the signal's shadow, which only this rank changes, so no
-// reset is ever needed (rolling compare).
+// sync: every member adds 1 to the barrier signal of every other member
+// (and, with FencePut, of itself), in rotated order (rank+1, rank+2, ...,
+// itself last, as NCCL's), then waits until its own reached the count
+// kept in the signal's shadow, which only this rank changes, so no reset
+// is ever needed (rolling compare). A member is never a round ahead of a
+// slower one's wait (it cannot leave a round before every member entered
+// it), so a count of one word cannot be met by the next round's signals
+// early. FenceGet then flushes this rank's gets, after the arrivals.
 template <typename Coop>
-__device__ __forceinline__ bool BarrierSession<Coop>::sync(Coop coop) {
+__device__ __forceinline__ WaitResult BarrierSession<Coop>::sync(Coop coop, Fence fence, Timeout t) {
   const DevComm& c = *gin_->comm_;
-  if (signal_ == ~0u) return false;
-  bool ok = true;
+  if (signal_ == ~0u) return WaitResult::Invalid;
+  const u64 deadline = impl::deadlineOf(t);
+  WaitResult r = WaitResult::Ok;
   coop.sync();  // the coop's earlier work is done before anyone signals
   if (coop.rank() == 0) {
+    const int arrivals = team_.nRanks - 1 + ((fence & FencePut) ? 1 : 0);
     u64* shadow = reinterpret_cast<u64*>(c.shadows) + signal_;
-    u64 want = *shadow + (u64)(team_.nRanks - 1);
+    const u64 want = *shadow + (u64)arrivals;
     *shadow = want;
-    impl::Remote r{impl::RemoteInc, signal_, 1};
-    for (int p = 0; p < team_.nRanks && ok; p++) {
-      if (p == team_.rank) continue;
-      int w = impl::worldRank(c, team_, p);
+    impl::Remote rm{impl::RemoteInc, signal_, 1};
+    for (int i = 1; i <= arrivals; i++) {
+      int p = team_.rank + i;
+      if (p >= team_.nRanks) p -= team_.nRanks;
+      const int w = impl::worldRank(c, team_, p);
       if (w < 0) {
-        ok = false;
+        r = WaitResult::Invalid;
         break;
       }
       if (c.path == impl::PathLSA)
-        impl::lsaSignal(c, CoopThread{}, w, r);
+        impl::lsaSignal(c, CoopThread{}, w, rm);
       else
-        impl::proxySignal(*gin_, CoopThread{}, w, r);
+        impl::proxySignal(*gin_, CoopThread{}, w, rm);
     }
-    if (ok) ok = impl::waitWord(c, impl::signalWord(c, signal_), want, ~0ull);
+    if (r == WaitResult::Ok) r = impl::waitWord(c, impl::signalWord(c, signal_), want, ~0ull, deadline);
   }
-  return impl::bcast(coop, ok);
+  r = impl::bcastResult(coop, r);
+  if (r == WaitResult::Ok && (fence & FenceGet)) r = impl::flushBy(*gin_, coop, deadline);
+  return r;
+}
+
+template <typename Coop>
+__device__ __forceinline__ bool BarrierSession<Coop>::sync(Coop coop, Fence fence) {
+  return sync(coop, fence, Timeout::forever()) == WaitResult::Ok;
+}
+
+template <typename Coop>
+__device__ __forceinline__ bool BarrierSession<Coop>::sync(Coop coop) {
+  return sync(coop, FenceNone, Timeout::forever()) == WaitResult::Ok;
 }
 
 }  // namespace rdmactor

@@ -128,16 +128,18 @@ __device__ __forceinline__ void proxySignal(Gin& g, Coop coop, int world, const 
   if (coop.rank() == 0) proxyPost(g, makeWQE(OpSignal, r, -1, 0, world, 0, 0, 0, 0, 0));
 }
 
+// proxyFlush waits until the proxy completed every WQE up to coop rank
+// 0's last one, or the deadline (noDeadline: none) passed.
 template <typename Coop>
-__device__ __forceinline__ bool proxyFlush(Gin& g, Coop coop) {
+__device__ __forceinline__ WaitResult proxyFlush(Gin& g, Coop coop, u64 deadline) {
   const DevComm& c = *g.comm_;
-  bool ok = true;
+  WaitResult r = WaitResult::Ok;
   if (coop.rank() == 0 && g.issued_ != 0) {
     const u64* completed = reinterpret_cast<const u64*>(reinterpret_cast<char*>(ringOf(c, g.ctx_).host) + RingCompleted);
     const u64 want = g.issued_;
-    ok = spinUntil(c, [&] { return ldAcquireSys(completed) >= want; });
+    r = spinFor(c, deadline, [&] { return ldAcquireSys(completed) >= want; });
   }
-  return bcast(coop, ok);
+  return bcastResult(coop, r);
 }
 
 }  // namespace impl
