@@ -35,8 +35,9 @@ type Bootstrap interface {
 	// Err returns the first peer-lost error seen (a *rdma.PeerLostError), or nil.
 	Err() error
 	// Close leaves the job: it tells the others this rank leaves cleanly and
-	// releases the control plane (bounded time: a few seconds at most when
-	// peers do not answer). Pending collectives of this rank fail with
-	// rdma.ErrClosed. Later calls return the first call's result.
+	// releases the control plane, within a second whether or not the peers
+	// answer (a peer that has not learnt of the leave by then sees it as a
+	// loss). Pending collectives of this rank fail with rdma.ErrClosed.
+	// Later calls return the first call's result.
 	Close() error
 }

@@ -3,12 +3,16 @@ package remote
 import (
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	protoremote "github.com/asynkron/protoactor-go/remote"
 )
 
-// Close says this rank leaves, waits (bounded) until the coordinator knows
-// (rank 0: until the other ranks know), then shuts the control plane down.
-// It returns nil: a peer that does not answer only shortens the wait.
+// Close says this rank leaves, waits until the coordinator knows (rank 0:
+// until the other ranks know), then shuts the control plane down. It
+// returns nil within CloseLimit: a peer that does not answer in time (a
+// rank gone and not yet detected, or one still receiving a large result
+// of a collective) learns of the leave as a loss of the connection
+// instead, and what was still on its way to it is cut off.
 // While Bootstraps that Shrink made are open, the control plane stays up
 // for them (this one's collectives fail with rdma.ErrClosed), and the last
 // of their Closes leaves.
@@ -68,9 +72,7 @@ func (b *remoteBootstrap) shutdown() {
 	if b.sub != nil {
 		b.system.EventStream.Unsubscribe(b.sub)
 	}
-	for _, pid := range b.local {
-		_ = b.system.Root.StopFuture(pid).Wait()
-	}
+	b.stopLocal()
 	if b.remote != nil {
 		self := b.system.Address()
 		for _, a := range append(b.Addrs(), b.cfg.Addr) {
@@ -81,4 +83,25 @@ func (b *remoteBootstrap) shutdown() {
 		b.remote.Shutdown(false)
 	}
 	b.system.Shutdown()
+}
+
+// stopLocal stops this rank's actors and waits for them up to stopWait:
+// the coordinator and rank actor never block, so they stop at once unless
+// the host is starved; then shutdown goes on, and they stop with the system.
+func (b *remoteBootstrap) stopLocal() {
+	done := make(chan struct{})
+	fs := make([]*actor.Future, len(b.local))
+	for i, pid := range b.local {
+		fs[i] = b.system.Root.StopFuture(pid)
+	}
+	go func() {
+		for _, f := range fs {
+			_ = f.Wait()
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(stopWait):
+	}
 }

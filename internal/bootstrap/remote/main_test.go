@@ -29,8 +29,8 @@ func TestMain(m *testing.M) {
 const envCloseOrder = "TEST_CLOSE_ORDER"
 
 // roleAllGather: 50 AllGathers with rank-specific data, a Barrier, a 3 MiB
-// AllGather, then Close in the order envCloseOrder says; no rank may see a
-// loss.
+// AllGather, a Barrier, then Close in the order envCloseOrder says; no
+// rank may see a loss.
 func roleAllGather() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -58,6 +58,11 @@ func roleAllGather() error {
 		}
 	}
 	t2 := time.Now()
+	// Rank 0 has its result first; its Close waits at most CloseLimit for
+	// the others, which may still be receiving 12 MiB: a Barrier first.
+	if err := b.Barrier(ctx); err != nil {
+		return err
+	}
 	switch os.Getenv(envCloseOrder) {
 	case "up":
 		time.Sleep(time.Duration(b.Rank()) * 100 * time.Millisecond)

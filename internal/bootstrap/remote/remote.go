@@ -51,9 +51,14 @@ const (
 
 	joinRetry     = 500 * time.Millisecond // resend join until acknowledged
 	dialRetry     = 50 * time.Millisecond  // probe rank 0's port until it accepts
-	leaveWait     = 2 * time.Second        // rank != 0: wait for the leave acknowledgment
-	drainWait     = 5 * time.Second        // rank 0: wait for the others to learn it leaves
 	keepaliveTime = 10 * time.Second       // gRPC pings on idle connections (dead hosts)
+
+	// CloseLimit bounds Close: what it waits for (below) and the shutdown
+	// after it, which takes a few ms.
+	CloseLimit = time.Second
+	leaveWait  = 500 * time.Millisecond // rank != 0: wait for the leave acknowledgment
+	drainWait  = 750 * time.Millisecond // rank 0: wait for the others to learn it leaves
+	stopWait   = 100 * time.Millisecond // wait for this rank's actors to stop
 )
 
 // remoteBootstrap is the Bootstrap of New: the shared RankState, carried by
