@@ -54,13 +54,17 @@
 //
 // # Fences
 //
-// With strong signals a member's arrival signal to a peer implies every
-// put it issued earlier on the same context to that peer, so after a
-// Session.Sync each member sees every put addressed to it before the
-// barrier, except its own loopback puts: FencePut includes the caller's
-// own slot for those. FenceFlush flushes the context first (sources
-// reusable). A DisseminationSession signals only log2(n) peers, so it
-// cannot fence puts (ErrFence); it orders arrival only.
+// The fence levels are NCCL's (ncclGinFenceLevel None, Put, Get, NCCL
+// 2.32), plus FenceFlush. With strong signals a member's arrival signal to
+// a peer implies every put it issued earlier on the same context to that
+// peer, so after a Session.Sync each member sees every put addressed to
+// it before the barrier, except its own loopback puts: FencePut includes
+// the caller's own slot for those. FenceGet waits, after the arrivals,
+// until the gets the caller issued before Sync have landed. FenceFlush
+// flushes the context first (sources reusable, gets landed before the
+// caller arrives). A DisseminationSession signals only log2(n) peers, so
+// it cannot fence puts (ErrFence); FenceGet and FenceFlush concern the
+// caller's own operations and work on both kinds.
 //
 // # Which barrier
 //

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """NCCL anchor for the GPU MoE benchmarks (docs/moe_gpu.md).
 
-PyTorch's torch.distributed.all_to_all_single (NCCL backend) on 2 GPUs, two
-processes, one GPU each, for blocks of ROWS x ELEMS bf16 per peer pair (every
-rank sends one block to every rank, itself included, as dispatch does):
+PyTorch's torch.distributed.all_to_all_single (NCCL backend) on WORLD GPUs
+(--world, default 2), one process each, for blocks of ROWS x ELEMS bf16 per
+peer pair (every rank sends one block to every rank, itself included, as
+dispatch does):
 
   - stream: GPU time per op over a stream of back-to-back ops (CUDA events
     around the whole stream, divided by the count);
@@ -12,9 +13,10 @@ rank sends one block to every rank, itself included, as dispatch does):
 
 Prints one 'ANCHOR name=value' line per figure (microseconds, and GB/s of
 the bytes that cross ranks, per rank), which scripts/moe_gpu_device.sh
-collects and sets beside rdmactor's figures. NVLink multicast stays off.
+collects and sets beside rdmactor's figures of the same GPU count. NVLink
+multicast stays off.
 
-Usage: moe_nccl_anchor.py [--shapes 4096x7168,128x7168,...] [--iters N]
+Usage: moe_nccl_anchor.py [--world N] [--shapes 4096x7168,128x7168,...] [--iters N]
 """
 import argparse
 import json
@@ -84,7 +86,7 @@ def worker(rank, world, port, shapes, iters):
             if not ok:
                 print(f"ANCHOR_ERROR {name}: own block did not come back unchanged")
         print("ANCHOR_INFO " + json.dumps({"torch": torch.__version__, "nccl": ".".join(map(str, torch.cuda.nccl.version())),
-                                           "gpu": torch.cuda.get_device_name(0), "iters": iters}))
+                                           "gpu": torch.cuda.get_device_name(0), "iters": iters, "world": world}))
         sys.stdout.flush()
     dist.destroy_process_group()
 
@@ -93,16 +95,20 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shapes", default="4096x7168,128x7168", help="ROWSxELEMS bf16 blocks per peer pair, comma-separated")
     ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--world", type=int, default=2, help="processes, one GPU each (2 or more)")
     a = ap.parse_args()
+    if a.world < 2:
+        print("moe_nccl_anchor: --world must be at least 2")
+        return 2
     shapes = []
     for s in a.shapes.split(","):
         if s:
             r, e = s.lower().split("x")
             shapes.append((int(float(r)), int(e)))
-    if torch.cuda.device_count() < 2:
-        print("moe_nccl_anchor: needs 2 GPUs, have %d; skipped" % torch.cuda.device_count())
+    if torch.cuda.device_count() < a.world:
+        print("moe_nccl_anchor: needs %d GPUs, have %d; skipped" % (a.world, torch.cuda.device_count()))
         return 0
-    mp.spawn(worker, args=(2, free_port(), shapes, a.iters), nprocs=2, join=True)
+    mp.spawn(worker, args=(a.world, free_port(), shapes, a.iters), nprocs=a.world, join=True)
     return 0
 
 

@@ -1,14 +1,20 @@
 #!/usr/bin/env python3
 """NCCL latency anchor for the GPU benchmarks (docs/gpu.md).
 
-Two processes, one GPU each (torch.multiprocessing), PyTorch's NCCL backend:
-  - all_reduce of 4 bytes (one float32): GPU time per op over a stream of
-    ops (CUDA events), and the latency of one op with a synchronize after
-    each (what a ping-pong pays);
-  - a send/recv ping-pong of 4 bytes: round trip with a synchronize each.
+WORLD processes (--world, default 2), one GPU each (torch.multiprocessing),
+PyTorch's NCCL backend:
+  - all_reduce of 4 bytes (one float32) over all of them: GPU time per op
+    over a stream of ops (CUDA events), and the latency of one op with a
+    synchronize after each (what a ping-pong pays);
+  - a send/recv ping-pong of 4 bytes between ranks 0 and 1: round trip
+    with a synchronize each.
 Prints one 'ANCHOR name=value' line per figure (microseconds), which
-scripts/gpu_device.sh collects. NVLink multicast stays off.
+scripts/gpu_device.sh collects into its table for that GPU count. NVLink
+multicast stays off.
+
+Usage: nccl_anchor.py [--world N]
 """
+import argparse
 import json
 import os
 import socket
@@ -56,42 +62,46 @@ def worker(rank, world, port, iters):
     sync_us = (time.perf_counter() - t0) * 1e6 / n
 
     y = torch.zeros(1, dtype=torch.float32, device="cuda")
-    peer = 1 - rank
-    for _ in range(20):
-        if rank == 0:
-            dist.send(x, peer)
-            dist.recv(y, peer)
-        else:
-            dist.recv(y, peer)
-            dist.send(x, peer)
-    torch.cuda.synchronize()
+    peer = 1 - rank  # ranks 0 and 1 ping-pong; the others only meet the barriers
+
+    def pingpong(count):
+        for _ in range(count):
+            if rank == 0:
+                dist.send(x, peer)
+                dist.recv(y, peer)
+            elif rank == 1:
+                dist.recv(y, peer)
+                dist.send(x, peer)
+            torch.cuda.synchronize()
+
+    pingpong(20)
     dist.barrier()
     t0 = time.perf_counter()
-    for _ in range(n):
-        if rank == 0:
-            dist.send(x, peer)
-            dist.recv(y, peer)
-        else:
-            dist.recv(y, peer)
-            dist.send(x, peer)
-        torch.cuda.synchronize()
+    pingpong(n)
     rt_us = (time.perf_counter() - t0) * 1e6 / n
+    dist.barrier()
 
     if rank == 0:
         print(f"ANCHOR nccl_allreduce_4B_stream_us={stream_us:.2f}")
         print(f"ANCHOR nccl_allreduce_4B_sync_us={sync_us:.2f}")
         print(f"ANCHOR nccl_sendrecv_4B_roundtrip_us={rt_us:.2f}")
         print("ANCHOR_INFO " + json.dumps({"torch": torch.__version__, "nccl": ".".join(map(str, torch.cuda.nccl.version())),
-                                           "gpu": torch.cuda.get_device_name(0)}))
+                                           "gpu": torch.cuda.get_device_name(0), "world": world}))
         sys.stdout.flush()
     dist.destroy_process_group()
 
 
 def main():
-    if torch.cuda.device_count() < 2:
-        print("nccl_anchor: needs 2 GPUs, have %d; skipped" % torch.cuda.device_count())
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--world", type=int, default=2, help="processes, one GPU each (2 or more)")
+    a = ap.parse_args()
+    if a.world < 2:
+        print("nccl_anchor: --world must be at least 2")
+        return 2
+    if torch.cuda.device_count() < a.world:
+        print("nccl_anchor: needs %d GPUs, have %d; skipped" % (a.world, torch.cuda.device_count()))
         return 0
-    mp.spawn(worker, args=(2, free_port(), 2000), nprocs=2, join=True)
+    mp.spawn(worker, args=(a.world, free_port(), 2000), nprocs=a.world, join=True)
     return 0
 
 
