@@ -45,7 +45,21 @@ const (
 type encoder struct {
 	buf   []byte
 	mp    *msgpack.Encoder
-	limit int // largest len(buf) allowed (Config.MaxMessage); 0: none
+	limit int // largest encoding allowed (Config.MaxMessage); 0: none
+
+	// single, when > 0, is the largest body one frame holds: an encoding
+	// that passes it stops with errLarge and is sent in pieces instead.
+	single int
+	// counting: payload bytes are counted in flushed, not kept (the
+	// first pass of a message sent in pieces, which learns its size).
+	counting bool
+	// out, when set, takes the encoding in pieces as it grows (the
+	// second pass); flushed counts the bytes it took.
+	out     *chunkOut
+	flushed int
+	// werr is the first error a write returned: an encoder that goes on
+	// after it (a custom one that drops errors) still fails.
+	werr error
 
 	// The message AppendBody encodes (set).
 	target, sender *PID
@@ -88,7 +102,7 @@ func getEncoder() *encoder { return encoders.Get().(*encoder) }
 
 func putEncoder(e *encoder) {
 	if cap(e.buf) <= maxPooled {
-		e.buf, e.limit = e.buf[:0], 0
+		e.buf, e.limit, e.single, e.counting, e.out, e.flushed, e.werr = e.buf[:0], 0, 0, false, nil, 0, nil
 		e.set(nil, nil, nil, nil)
 		encoders.Put(e)
 	}
@@ -97,21 +111,60 @@ func putEncoder(e *encoder) {
 // Write appends p (msgpack's io.Writer), unless that would pass the limit:
 // the encoding then stops there, before the buffer grows.
 func (e *encoder) Write(p []byte) (int, error) {
-	if e.limit > 0 && len(e.buf)+len(p) > e.limit {
-		return 0, e.tooLarge(len(e.buf) + len(p))
+	if err := e.grow(len(p)); err != nil {
+		return 0, err
 	}
-	e.buf = append(e.buf, p...)
+	switch {
+	case e.counting:
+		e.flushed += len(p)
+	case e.out != nil && len(e.buf)+len(p) > pendMax:
+		if err := e.out.write(e, p); err != nil {
+			e.werr = err
+			return 0, err
+		}
+	default:
+		e.buf = append(e.buf, p...)
+	}
 	return len(p), nil
 }
 
 // WriteByte appends c (msgpack's io.ByteWriter, which spares it a wrapper).
 func (e *encoder) WriteByte(c byte) error {
-	if e.limit > 0 && len(e.buf)+1 > e.limit {
-		return e.tooLarge(len(e.buf) + 1)
+	if err := e.grow(1); err != nil {
+		return err
+	}
+	if e.counting {
+		e.flushed++
+		return nil
+	}
+	if e.out != nil && len(e.buf) >= pendMax {
+		if err := e.out.write(e, []byte{c}); err != nil {
+			e.werr = err
+			return err
+		}
+		return nil
 	}
 	e.buf = append(e.buf, c)
 	return nil
 }
+
+// grow checks that n more bytes keep the encoding within the limit and,
+// for one frame, within the frame.
+func (e *encoder) grow(n int) error {
+	total := e.flushed + len(e.buf) + n
+	switch {
+	case e.werr != nil:
+	case e.limit > 0 && total > e.limit:
+		e.werr = e.tooLarge(total)
+	case e.single > 0 && total > e.single:
+		e.werr = errLarge
+	}
+	return e.werr
+}
+
+// errLarge stops the encoding of a message that one frame cannot hold;
+// it is then sent in pieces (chunk.go) and never reaches the caller.
+var errLarge = errors.New("message larger than a frame")
 
 // tooLarge is the error of an encoding that reached n bytes.
 func (e *encoder) tooLarge(n int) error {
@@ -156,6 +209,7 @@ func (e *encoder) message(target, sender *PID, header map[string]string, msg any
 		flags |= fHeader
 	}
 	e.buf = append(e.buf[:0], flags)
+	e.flushed, e.werr = 0, nil
 	e.str(target.Id)
 	if sender != nil {
 		e.pid(sender)
@@ -169,8 +223,12 @@ func (e *encoder) message(target, sender *PID, header map[string]string, msg any
 	}
 	e.str(name)
 	if pm != nil {
-		if e.limit > 0 && len(e.buf)+proto.Size(pm) > e.limit {
-			return fmt.Errorf("encode %s: %w", name, e.tooLarge(len(e.buf)+proto.Size(pm)))
+		size := len(e.buf) + proto.Size(pm)
+		if e.limit > 0 && size > e.limit {
+			return fmt.Errorf("encode %s: %w", name, e.tooLarge(size))
+		}
+		if e.single > 0 && size > e.single {
+			return errLarge
 		}
 		var err error
 		if e.buf, err = (proto.MarshalOptions{}).MarshalAppend(e.buf, pm); err != nil {
@@ -182,21 +240,32 @@ func (e *encoder) message(target, sender *PID, header map[string]string, msg any
 	switch {
 	case mt.gen:
 		m := genMarshaler(msg)
-		if sz, ok := m.(interface{ Msgsize() int }); ok && e.limit > 0 && len(e.buf)+sz.Msgsize() > e.limit {
+		if sz, ok := m.(interface{ Msgsize() int }); ok {
+			bound := len(e.buf) + sz.Msgsize()
 			// Msgsize is an upper bound (tinylib/msgp): check the real
 			// size, but after encoding only when the bound is far off.
-			if len(e.buf)+sz.Msgsize() > 2*e.limit {
-				return fmt.Errorf("encode %s: %w", name, e.tooLarge(len(e.buf)+sz.Msgsize()))
+			if e.limit > 0 && bound > 2*e.limit {
+				return fmt.Errorf("encode %s: %w", name, e.tooLarge(bound))
+			}
+			if e.single > 0 && bound > e.single {
+				return errLarge
 			}
 		}
 		e.buf, err = m.MarshalMsg(e.buf)
-		if err == nil && e.limit > 0 && len(e.buf) > e.limit {
+		switch {
+		case err != nil:
+		case e.limit > 0 && len(e.buf) > e.limit:
 			err = e.tooLarge(len(e.buf))
+		case e.single > 0 && len(e.buf) > e.single:
+			return errLarge
 		}
 	case mt.custom:
 		err = customEncoder(msg).EncodeMsgpack(e.mp)
 	default:
 		err = e.mp.Encode(msg)
+	}
+	if err == nil {
+		err = e.werr
 	}
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", name, err)

@@ -320,6 +320,9 @@ func (n *Node) Close() error {
 		}
 	}
 	err := n.mb.Close()
+	if err == nil { // the receive loop has ended: its partial messages go
+		n.dropChunks()
+	}
 	close(n.stop)
 	n.system.Shutdown()
 	if n.ownComm {

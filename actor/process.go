@@ -126,20 +126,16 @@ func (n *Node) sendWith(wait bool, rank int, kind byte, target, sender *PID, hea
 	}
 	e := getEncoder()
 	e.limit = n.cfg.MaxMessage
+	e.single = n.mb.Config().MaxFrame - mailbox.HeaderBytes
 	e.set(target, sender, header, msg)
-	var body []byte
 	var err error
 	if wait {
-		body, err = n.mb.SendAppend(rank, mailboxKind(kind), e)
+		_, err = n.mb.SendAppend(rank, mailboxKind(kind), e)
 	} else {
-		body, err = n.mb.TrySendAppend(rank, mailboxKind(kind), e)
+		_, err = n.mb.TrySendAppend(rank, mailboxKind(kind), e)
 	}
-	if body != nil && errors.Is(err, mailbox.ErrFrameTooLarge) {
-		put := n.mb.TrySend
-		if wait {
-			put = n.mb.Send
-		}
-		err = n.sendChunks(put, rank, kind, body)
+	if errors.Is(err, errLarge) {
+		err = n.sendLarge(wait, rank, kind, e)
 	}
 	putEncoder(e)
 	if sender != nil && err == nil {

@@ -1,6 +1,7 @@
 package actor
 
 import (
+	"bytes"
 	"fmt"
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
@@ -44,45 +45,77 @@ func (n *Node) recvMessage(from int, kind mailbox.Kind, body []byte) (held bool)
 		n.dropIncoming(from, &w, nil, nil, fmt.Errorf("%v: %w", err, ErrUndecodable))
 		return false
 	}
-	target := n.localPID(w.target)
-	var counted *inActor
+	in, held := n.accept(from, kind, &w, int64(len(body)))
+	if held {
+		return true
+	}
+	msg, err := decodePayload(&w, n.dec, &n.rd, &n.lastType)
+	n.finish(&in, msg, err)
+	return false
+}
+
+// incoming is a message whose prelude was read: where it goes, from whom,
+// and the account it counts on (Config.MaxInbound).
+type incoming struct {
+	from           int
+	kind           mailbox.Kind
+	w              wireMsg
+	target, sender *PID
+	counted        *inActor
+	size           int64 // body bytes, as MaxInbound counts them
+}
+
+// accept resolves the target and sender of the message w of size bytes
+// and admits it (Config.MaxInbound). It reports true when it held the
+// pair instead.
+func (n *Node) accept(from int, kind mailbox.Kind, w *wireMsg, size int64) (in incoming, held bool) {
+	in = incoming{from: from, kind: kind, w: *w, size: size}
+	in.target = n.localPID(w.target)
 	if kind == kindUser {
-		if counted = n.in.lookup(target.Id); counted != nil && !counted.admit(from, int64(len(body))) {
+		if in.counted = n.in.lookup(in.target.Id); in.counted != nil && !in.counted.admit(from, size) {
 			n.mb.Hold(from)
-			return true
+			return in, true
 		}
 	}
 	if kind == kindUser && len(w.target) > len(futurePrefix) && string(w.target[:len(futurePrefix)]) == futurePrefix {
-		n.pending.done(from, target.Id) // its answer
+		n.pending.done(from, in.target.Id) // its answer
 	}
-	var sender *PID
 	if w.flags&fSender != 0 {
-		sender = n.remotePID(w.sender)
+		in.sender = n.remotePID(w.sender)
 	}
-	msg, err := decodePayload(&w, n.dec, &n.rd, &n.lastType)
+	return in, false
+}
+
+// own copies what in still reads of the frame it came in (the type name,
+// for reports), for a message whose frame goes before it is delivered.
+func (in *incoming) own() {
+	in.w = wireMsg{flags: in.w.flags, header: in.w.header, typeName: bytes.Clone(in.w.typeName)}
+}
+
+// finish delivers msg, decoded from in's message, or reports err.
+func (n *Node) finish(in *incoming, msg any, err error) {
 	if err != nil {
-		n.dropIncoming(from, &w, target, sender, err)
-		return false
+		n.dropIncoming(in.from, &in.w, in.target, in.sender, err)
+		return
 	}
-	if kind == kindSystem {
-		n.recvSystem(from, target, msg)
-		return false
+	if in.kind == kindSystem {
+		n.recvSystem(in.from, in.target, msg)
+		return
 	}
-	if counted != nil {
+	if in.counted != nil {
 		// Always an envelope: its pointer is how the actor's middleware
 		// tells this message from the actor's local ones.
-		env := &MessageEnvelope{Header: w.header, Message: msg, Sender: sender}
-		counted.push(env, int64(len(body)))
+		env := &MessageEnvelope{Header: in.w.header, Message: msg, Sender: in.sender}
+		in.counted.push(env, in.size)
 		msg = env
-	} else if sender != nil || w.header != nil {
-		msg = &MessageEnvelope{Header: w.header, Message: msg, Sender: sender}
+	} else if in.sender != nil || in.w.header != nil {
+		msg = &MessageEnvelope{Header: in.w.header, Message: msg, Sender: in.sender}
 	}
 	// target is cached, and so is the process it resolves to (with
 	// protoactor-go's check that the actor is alive). A missing actor makes
 	// a dead letter here, and protoactor-go answers its sender with
 	// DeadLetterResponse, which remoteProcess sends without waiting.
-	n.system.Root.Send(target, msg)
-	return false
+	n.system.Root.Send(in.target, msg)
 }
 
 // recvSystem delivers a system message from another rank.
