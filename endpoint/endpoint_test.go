@@ -436,3 +436,76 @@ func TestActorDrivesProgressWithoutWaiters(t *testing.T) {
 	require.Eventually(t, func() bool { return ctr.Load() == 50 }, 5*time.Second, 100*time.Microsecond)
 	assert.Equal(t, uint64(0), g.InFlight())
 }
+
+// workList returns the endpoints on g's work list.
+func workList(g *Group) (out []*Endpoint) {
+	for e := g.work.Load(); e != nil; e = e.nextWork {
+		out = append(out, e)
+	}
+	return out
+}
+
+func TestWorkListHoldsOnlyEndpointsWithUnpostedEntries(t *testing.T) {
+	// Of 64 SCEndpoints in use, the doorbell sees only those with
+	// published, unposted entries, and leaves none listed once it rang.
+	p := &fakeProvider{inline: true}
+	m := newTestManager(t, p, Config{Signals: 64})
+	g, _ := m.Group(0, 1)
+	for s := range 64 {
+		require.NoError(t, g.Post(s, signalled(1), nil, false))
+	}
+	assert.Empty(t, workList(g), "every entry posted: nothing listed")
+	require.NoError(t, g.Post(5, signalled(2), nil, true))
+	require.NoError(t, g.Post(-1, write(3), nil, true))
+	require.NoError(t, g.Post(5, signalled(4), nil, true))
+	require.NoError(t, g.Post(40, signalled(5), nil, true))
+	var sigs []int
+	for _, e := range workList(g) {
+		sigs = append(sigs, e.Signal())
+	}
+	assert.ElementsMatch(t, []int{5, -1, 40}, sigs, "each endpoint with aggregated entries listed once")
+	require.NoError(t, g.Post(63, signalled(6), nil, false))
+	assert.Empty(t, workList(g))
+	log := p.qps[0].posted()
+	var lens []int
+	for _, w := range log[64:] {
+		lens = append(lens, w.Len)
+	}
+	assert.Equal(t, []int{2, 3, 4, 5, 6}, lens, "merged in publish order across endpoints")
+}
+
+func TestManyEndpointsConcurrentOrder(t *testing.T) {
+	// Producers spread over 128 SCEndpoints and the data endpoint, mixing
+	// aggregated and rung posts: each producer's entries reach the QP in
+	// its issue order, each once, whichever goroutine rings.
+	p := &fakeProvider{inline: true}
+	m := newTestManager(t, p, Config{Signals: 128, Depth: 8})
+	g, _ := m.Group(0, 1)
+	const producers, each = 4, 1500
+	var wg sync.WaitGroup
+	for w := range producers {
+		wg.Go(func() {
+			for i := range each {
+				sig := (w*31 + i*7) % 129
+				if err := g.Post(sig-1, write(w*each+i+1), nil, i%3 != 2); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	require.NoError(t, g.Flush(deadline(t)))
+	assert.Empty(t, workList(g))
+	log := p.qps[0].posted()
+	require.Len(t, log, producers*each)
+	last := make([]int, producers)
+	seen := map[int]bool{}
+	for _, w := range log {
+		require.False(t, seen[w.Len], "posted once")
+		seen[w.Len] = true
+		pr := (w.Len - 1) / each
+		require.Greater(t, w.Len, last[pr], "producer %d's posts in issue order", pr)
+		last[pr] = w.Len
+	}
+}
