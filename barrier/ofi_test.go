@@ -3,12 +3,11 @@
 package barrier_test
 
 import (
-	"errors"
 	"testing"
 
 	"github.com/rdmactor/rdmactor/barrier"
 	"github.com/rdmactor/rdmactor/gin"
-	"github.com/rdmactor/rdmactor/transport/rdma"
+	"github.com/rdmactor/rdmactor/internal/testutils"
 	"github.com/rdmactor/rdmactor/transport/rdma/ofi"
 )
 
@@ -19,17 +18,7 @@ var ofiProviders = []string{"tcp", "sockets"}
 // or a skip naming why prov is not usable here.
 func ofiJob(t *testing.T, prov string, n int, cfg gin.Config) *job {
 	t.Helper()
-	t.Setenv(ofi.EnvProvider, prov)
-	p, err := rdma.Open(ofi.Name, rdma.Config{Rank: 0, Size: 1, Job: "probe"})
-	if errors.Is(err, rdma.ErrNotSupported) {
-		t.Skipf("libfabric provider %s not usable here: %v", prov, err)
-	}
-	if err != nil {
-		t.Fatalf("open %s: %v", prov, err)
-	}
-	caps := p.Capabilities()
-	p.Close()
-	if cfg.Require.StrongSignals && !caps.StrongSignals {
+	if caps := testutils.OFIProvider(t, prov); cfg.Require.StrongSignals && !caps.StrongSignals {
 		t.Skipf("ofi over %s has no strong signals: FencePut relies on them", prov)
 	}
 	cfg.Transport = ofi.Name

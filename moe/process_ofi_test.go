@@ -3,13 +3,11 @@
 package moe_test
 
 import (
-	"errors"
 	"fmt"
 	"testing"
 
 	"github.com/rdmactor/rdmactor/internal/launch"
 	"github.com/rdmactor/rdmactor/internal/testutils"
-	"github.com/rdmactor/rdmactor/transport/rdma"
 	"github.com/rdmactor/rdmactor/transport/rdma/ofi"
 	"github.com/stretchr/testify/assert"
 )
@@ -22,16 +20,7 @@ import (
 func TestProcessesOFI(t *testing.T) {
 	for _, prov := range []string{"tcp", "sockets"} {
 		t.Run(prov, func(t *testing.T) {
-			t.Setenv(ofi.EnvProvider, prov)
-			p, err := rdma.Open(ofi.Name, rdma.Config{Rank: 0, Size: 1, Job: "probe"})
-			if errors.Is(err, rdma.ErrNotSupported) {
-				t.Skipf("libfabric provider %s not usable here: %v", prov, err)
-			}
-			if err != nil {
-				t.Fatalf("open %s: %v", prov, err)
-			}
-			caps := p.Capabilities()
-			p.Close()
+			caps := testutils.OFIProvider(t, prov)
 			if !caps.StrongSignals || !caps.SignalAdd {
 				t.Skipf("ofi over %s: strong signals %v, SignalAdd %v: package moe needs both", prov, caps.StrongSignals, caps.SignalAdd)
 			}

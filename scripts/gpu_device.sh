@@ -85,13 +85,7 @@ nvidia-smi topo -m 2>&1 | head -20
 ngpu=$(nvidia-smi -L | grep -c '^GPU')
 gpuname=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 [ "$ngpu" -ge 2 ] && export RDMACTOR_REQUIRE_GPUS=1
-if [ -z "$counts" ]; then
-  counts=2
-  [ "$ngpu" -ge 4 ] && counts="2 4"
-fi
-for n in $counts; do
-  case $n in 2 | 4) ;; *) echo "GPU count $n: 2 or 4"; exit 2 ;; esac
-done
+. scripts/gpu_counts.sh # counts, fits
 ls /usr/local/cuda*/lib64/libnvrtc.so* 2>/dev/null | head -3
 
 # step NAME TIMEOUT CMD...: runs CMD, logs to $logs/NAME.log, records the status.
@@ -117,13 +111,6 @@ if has tests; then
   step test-jit 120 bin/gpu/jit.test -test.v -test.count=1
   step test-gpu "${TESTLIMIT:-480}" bin/gpu/gpu.test -test.v -test.count=1 -test.timeout="$((${TESTLIMIT:-480} - 10))s" ${TESTRUN:+-test.run="$TESTRUN"}
 fi
-
-# fits N: whether this machine has N GPUs (it says so when not).
-fits() {
-  [ "$ngpu" -ge "$1" ] && return 0
-  echo "== $1 GPUs: this machine has $ngpu; skipped"
-  return 1
-}
 
 if has examples; then
   for n in $counts; do

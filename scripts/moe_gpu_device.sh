@@ -86,20 +86,7 @@ nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,nohea
 nvidia-smi topo -m 2>&1 | head -8
 gpuname=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 ngpu=$(nvidia-smi -L | grep -c '^GPU')
-if [ -z "$counts" ]; then
-  counts=2
-  [ "$ngpu" -ge 4 ] && counts="2 4"
-fi
-for n in $counts; do
-  case $n in 2 | 4) ;; *) echo "GPU count $n: 2 or 4"; exit 2 ;; esac
-done
-# fits N: whether this machine has N GPUs (it says so when not).
-fits() {
-  [ "$ngpu" -ge "$1" ] && return 0
-  echo "== $1 GPUs: this machine has $ngpu; skipped"
-  return 1
-}
-
+. scripts/gpu_counts.sh # counts, fits
 step() { # step NAME TIMEOUT CMD...
   local name=$1 limit=$2
   shift 2
