@@ -143,9 +143,12 @@ enum Fence : u32 {
   // (strong signals: the arrival signal implies them), except its puts
   // to itself.
   FenceNone = 0,
-  // FencePut: also signal and wait for the caller's own slot, so its
+  // FencePut: also signal and wait for the caller's own arrival, so its
   // loopback puts are visible after the barrier too
-  // (ncclGinFenceLevel::Put, which adds the own slot the same way).
+  // (ncclGinFenceLevel::Put, which adds the own slot the same way; here
+  // the own arrival is a lane of the barrier's one signal word: a
+  // SignalAdd of 2^32, so on the proxy path it needs a provider with
+  // gin's Capabilities.SignalAdd, else the proxy fails and aborts).
   FencePut = 1,
   // FenceGet: the gets this coop issued through the session's Gin before
   // sync have landed when it returns: a flush after the arrivals

@@ -360,14 +360,20 @@ __device__ __forceinline__ BarrierSession<Coop>::BarrierSession(Coop, Gin& gin, 
   }
 }
 
-// sync: every member adds 1 to the barrier signal of every other member
-// (and, with FencePut, of itself), in rotated order (rank+1, rank+2, ...,
-// itself last, as NCCL's), then waits until its own reached the count
-// kept in the signal's shadow, which only this rank changes, so no reset
-// is ever needed (rolling compare). A member is never a round ahead of a
-// slower one's wait (it cannot leave a round before every member entered
-// it), so a count of one word cannot be met by the next round's signals
-// early. FenceGet then flushes this rank's gets, after the arrivals.
+// sync: every member adds 1 to the barrier signal of every other member,
+// in rotated order (rank+1, rank+2, ...), and with FencePut adds selfLane
+// to its own, after them; then it waits until its own signal reached the
+// sum kept in the signal's shadow, which only this rank changes, so no
+// reset is ever needed (rolling compare over 64 bits). A peer is never
+// more than one round ahead of a member still waiting (it cannot leave a
+// round before every member entered it), so the peers' part of the sum
+// cannot be met early by their next round; the own arrival is counted in
+// a lane of its own (selfLane, far above n-1 peer arrivals) because the
+// peers do not wait for it: one word holds both without the next round's
+// peer arrivals standing in for a self-signal still in flight (on the
+// proxy path a loopback signal and the peers' are posted apart). Every
+// update is SignalAdd, so gin's mode check sees one mode. FenceGet then
+// flushes this rank's gets, after the arrivals (NCCL's order).
 template <typename Coop>
 __device__ __forceinline__ WaitResult BarrierSession<Coop>::sync(Coop coop, Fence fence, Timeout t) {
   const DevComm& c = *gin_->comm_;
@@ -376,12 +382,12 @@ __device__ __forceinline__ WaitResult BarrierSession<Coop>::sync(Coop coop, Fenc
   WaitResult r = WaitResult::Ok;
   coop.sync();  // the coop's earlier work is done before anyone signals
   if (coop.rank() == 0) {
-    const int arrivals = team_.nRanks - 1 + ((fence & FencePut) ? 1 : 0);
+    constexpr u64 selfLane = 1ull << 32;
+    const bool self = (fence & FencePut) != 0;
     u64* shadow = reinterpret_cast<u64*>(c.shadows) + signal_;
-    const u64 want = *shadow + (u64)arrivals;
+    const u64 want = *shadow + (u64)(team_.nRanks - 1) + (self ? selfLane : 0);
     *shadow = want;
-    impl::Remote rm{impl::RemoteInc, signal_, 1};
-    for (int i = 1; i <= arrivals; i++) {
+    for (int i = 1; i < team_.nRanks + (self ? 1 : 0); i++) {
       int p = team_.rank + i;
       if (p >= team_.nRanks) p -= team_.nRanks;
       const int w = impl::worldRank(c, team_, p);
@@ -389,6 +395,7 @@ __device__ __forceinline__ WaitResult BarrierSession<Coop>::sync(Coop coop, Fenc
         r = WaitResult::Invalid;
         break;
       }
+      const impl::Remote rm{impl::RemoteAdd, signal_, p == team_.rank ? selfLane : 1};
       if (c.path == impl::PathLSA)
         impl::lsaSignal(c, CoopThread{}, w, rm);
       else
