@@ -10,8 +10,9 @@ import (
 // Config fixes a Comm's resources at creation, as ncclDevCommRequirements
 // does (ginSignalCount, ginCounterCount, ginContextCount).
 type Config struct {
-	// Transport names the provider: "shm" (default, or RDMACTOR_TRANSPORT
-	// for Init).
+	// Transport names the provider: "auto" (shm within a host, ofi between
+	// hosts; the default where registered, as transport/rdma/std does),
+	// "shm" (the default otherwise) or "ofi"; RDMACTOR_TRANSPORT for Init.
 	Transport string
 	// Signals is the number of indexed signals per rank; default 64.
 	Signals int
@@ -25,7 +26,9 @@ type Config struct {
 	// SQDepth is the SQ entries per endpoint, a power of two; default 512.
 	SQDepth int
 	// LSASize is the number of consecutive ranks that form one LSA team;
-	// default: the whole world on a load/store provider (shm), 1 otherwise.
+	// default: the ranks of one host on a load/store provider (shm, auto)
+	// where each host holds one block of consecutive ranks of one size
+	// (NCCL's LSA team), 1 otherwise.
 	// It must divide the world size. Smaller values emulate several nodes
 	// (and so rail teams) on one host.
 	LSASize int
@@ -89,7 +92,7 @@ type Requirements struct {
 
 func (c *Config) setDefaults() error {
 	if c.Transport == "" {
-		c.Transport = "shm"
+		c.Transport = defaultTransport()
 	}
 	if c.Signals == 0 {
 		c.Signals = 64
