@@ -32,7 +32,8 @@ type Comm struct {
 	rank   int
 	size   int
 	lsa    int
-	local  int // ranks on this host (LocalRanks)
+	local  int      // ranks on this host (LocalRanks)
+	hosts  []string // every rank's host identity, by rank
 	system *actor.ActorSystem
 	eps    *endpoint.Manager
 
@@ -54,16 +55,28 @@ type Comm struct {
 }
 
 // NewComm builds rank boot.Rank()'s Comm over boot. Collective: every rank
-// calls it with an equal cfg. It fails with an *rdma.UnsupportedError
+// calls it with an equal cfg. The ranks first exchange their host
+// identities (hostname and boot id, or RDMACTOR_HOST_ID), which the
+// provider gets as rdma.Config.Hosts and which set LocalRanks and the
+// default LSA team. It fails with an *rdma.UnsupportedError
 // (ErrNotSupported) when the provider lacks what cfg.Require names or the
 // signal count it asks for.
 func NewComm(ctx context.Context, boot Bootstrap, cfg Config) (*Comm, error) {
+	return newComm(ctx, boot, cfg, hostID())
+}
+
+// newComm is NewComm for a rank on host (NewLocalOnHosts gives goroutine
+// ranks hosts of their own).
+func newComm(ctx context.Context, boot Bootstrap, cfg Config, host string) (*Comm, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
 	c := &Comm{cfg: cfg, boot: boot, rank: boot.Rank(), size: boot.Size()}
 	c.lostPeer = make([]atomic.Pointer[rdma.PeerLostError], c.size)
-	prov, err := rdma.Open(cfg.Transport, rdma.Config{Rank: c.rank, Size: c.size, Job: boot.Job()})
+	if err := c.gatherHosts(ctx, host); err != nil {
+		return nil, fmt.Errorf("new comm: %w", err)
+	}
+	prov, err := rdma.Open(cfg.Transport, rdma.Config{Rank: c.rank, Size: c.size, Job: boot.Job(), Hosts: c.hosts})
 	if err != nil {
 		return nil, fmt.Errorf("new comm: %w", err)
 	}
@@ -76,10 +89,6 @@ func NewComm(ctx context.Context, boot Bootstrap, cfg Config) (*Comm, error) {
 	if err := c.setTeams(); err != nil {
 		prov.Close()
 		return nil, err
-	}
-	if err := c.countLocal(ctx); err != nil {
-		prov.Close()
-		return nil, fmt.Errorf("new comm: %w", err)
 	}
 	if c.cfg.Idle == (IdleStrategy{}) {
 		c.cfg.Idle = DefaultIdle
@@ -137,7 +146,7 @@ func (c *Comm) setTeams() error {
 	if c.lsa == 0 {
 		c.lsa = 1
 		if c.caps.LoadStore {
-			c.lsa = c.size
+			c.lsa = hostBlock(c.hosts)
 		}
 	}
 	if c.size%c.lsa != 0 {
@@ -251,8 +260,10 @@ func (c *Comm) Size() int { return c.size }
 // World is the team of every rank.
 func (c *Comm) World() Team { return Team{Rank: c.rank, NRanks: c.size, Stride: 1} }
 
-// LSA is the team of ranks whose memory this rank can load and store (one
-// host on shm; Config.LSASize consecutive ranks).
+// LSA is the team of ranks whose memory this rank can load and store: on
+// a load/store provider (shm, auto) the ranks of this host where every
+// host holds one block of consecutive ranks of one size (NCCL's LSA team),
+// else this rank alone; Config.LSASize consecutive ranks where set.
 func (c *Comm) LSA() Team { return Team{Rank: c.rank % c.lsa, NRanks: c.lsa, Stride: 1} }
 
 // Rail is the team of ranks with this rank's LSA index, one per LSA team

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
+
+	"github.com/rdmactor/rdmactor/transport/rdma"
 )
 
 // EnvHostID overrides the host identity of a rank (tests that stand two
@@ -25,22 +28,51 @@ func hostID() string {
 	return name + "/" + strings.TrimSpace(string(boot))
 }
 
-// countLocal learns, with a control-plane all-gather, how many ranks share
-// this rank's host. Collective.
-func (c *Comm) countLocal(ctx context.Context) error {
-	me := hostID()
+// gatherHosts learns every rank's host identity (me is this rank's) with a
+// control-plane all-gather, and so how many ranks share this rank's host.
+// Collective; NewComm runs it before it opens the provider, which picks a
+// transport per peer from the result (rdma.Config.Hosts).
+func (c *Comm) gatherHosts(ctx context.Context, me string) error {
 	all, err := c.boot.AllGather(ctx, []byte(me))
 	if err != nil {
 		return fmt.Errorf("exchange host ids: %w", err)
 	}
+	c.hosts = make([]string, len(all))
 	n := 0
-	for _, id := range all {
-		if string(id) == me {
+	for r, id := range all {
+		c.hosts[r] = string(id)
+		if c.hosts[r] == me {
 			n++
 		}
 	}
 	c.local = n
 	return nil
+}
+
+// hostBlock is the LSA size the hosts give, as NCCL's LSA team is the
+// ranks of one node: k when the world is consecutive blocks of k ranks,
+// each block one host and no host in two blocks; else 1.
+func hostBlock(hosts []string) int {
+	k := 1
+	for k < len(hosts) && hosts[k] == hosts[0] {
+		k++
+	}
+	if len(hosts) == 0 || len(hosts)%k != 0 {
+		return 1
+	}
+	seen := map[string]bool{}
+	for b := 0; b < len(hosts); b += k {
+		if seen[hosts[b]] {
+			return 1
+		}
+		seen[hosts[b]] = true
+		for _, h := range hosts[b : b+k] {
+			if h != hosts[b] {
+				return 1
+			}
+		}
+	}
+	return k
 }
 
 // LocalRanks is the number of ranks on this rank's host (this one
@@ -52,3 +84,13 @@ func (c *Comm) LocalRanks() int { return c.local }
 // processors (runtime.NumCPU): waits then block at once rather than spin,
 // since a spinning rank takes the processor the rank it waits for needs.
 func (c *Comm) Oversubscribed() bool { return c.local > runtime.NumCPU() }
+
+// defaultTransport is the provider of a Config without Transport: "auto"
+// (transport/rdma/hybrid: shm within a host, ofi between hosts) where the
+// program registered it, as transport/rdma/std does, else "shm".
+func defaultTransport() string {
+	if slices.Contains(rdma.Providers(), "auto") {
+		return "auto"
+	}
+	return "shm"
+}

@@ -18,7 +18,7 @@ const (
 	EnvRank      = "RDMACTOR_RANK"       // this process's world rank
 	EnvSize      = "RDMACTOR_WORLD_SIZE" // number of ranks
 	EnvBootstrap = "RDMACTOR_BOOTSTRAP"  // host:port of rank 0's control endpoint
-	EnvTransport = "RDMACTOR_TRANSPORT"  // provider name; default "shm"
+	EnvTransport = "RDMACTOR_TRANSPORT"  // provider name; default "auto" where registered, else "shm"
 	EnvJob       = "RDMACTOR_JOB"        // job name; default derived from EnvBootstrap
 )
 
@@ -70,6 +70,23 @@ func NewLocal(ctx context.Context, n int, cfg Config) ([]*Comm, error) {
 	if n <= 0 {
 		return nil, fmt.Errorf("new local comms: %d ranks: %w", n, ErrBadArgument)
 	}
+	hosts := make([]string, n)
+	for r := range hosts {
+		hosts[r] = hostID()
+	}
+	return NewLocalOnHosts(ctx, hosts, cfg)
+}
+
+// NewLocalOnHosts is NewLocal with rank r on host hosts[r], whatever host
+// this process runs on: tests of the "auto" provider give goroutine ranks
+// distinct host identities (A, A, B, B: shm within each pair, ofi between
+// them), as RDMACTOR_HOST_ID does for processes. An empty hosts is
+// ErrBadArgument.
+func NewLocalOnHosts(ctx context.Context, hosts []string, cfg Config) ([]*Comm, error) {
+	n := len(hosts)
+	if n == 0 {
+		return nil, fmt.Errorf("new local comms: no ranks: %w", ErrBadArgument)
+	}
 	var id [6]byte
 	rand.Read(id[:])
 	boots := bootstrap.NewLocal(fmt.Sprintf("l%d-%s", os.Getpid(), hex.EncodeToString(id[:])), n)
@@ -80,7 +97,7 @@ func NewLocal(ctx context.Context, n int, cfg Config) ([]*Comm, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			comms[r], errs[r] = NewComm(ctx, boots[r], cfg)
+			comms[r], errs[r] = newComm(ctx, boots[r], cfg, hosts[r])
 			if errs[r] != nil {
 				boots[r].Close() // unblock the others' collectives
 			}

@@ -71,14 +71,14 @@ func testTeams(t *testing.T, f Factory) {
 		require.ErrorIs(t, err, gin.ErrBadArgument, "LSASize 8 with 4 ranks")
 	})
 
-	// gin/config.go, LSASize: "default: the whole world on a load/store
-	// provider (shm), 1 otherwise".
+	// gin/config.go, LSASize: "default: the ranks of one host on a
+	// load/store provider (shm, auto), 1 otherwise" (NCCL's LSA team).
 	t.Run("DefaultLSA", func(t *testing.T) {
 		e := setup(t, f, 2, gin.Config{})
 		for r, c := range e.comms {
 			lsa := 1
 			if c.Capabilities().LoadStore {
-				lsa = 2
+				lsa = c.LocalRanks()
 			}
 			require.Equal(t, gin.Team{Rank: r % lsa, NRanks: lsa, Stride: 1}, c.LSA(), "rank %d LSA", r)
 			require.Equal(t, gin.Team{Rank: r / lsa, NRanks: 2 / lsa, Stride: lsa}, c.Rail(), "rank %d Rail", r)

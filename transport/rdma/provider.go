@@ -8,6 +8,22 @@ type Config struct {
 	// names shared-memory files and the like, so it is 1-200 characters of
 	// [A-Za-z0-9._-].
 	Job string
+	// Hosts is each rank's host identity, by world rank (gin gathers them
+	// through the bootstrap before it opens the provider: hostname and
+	// boot id, or RDMACTOR_HOST_ID); ranks with equal entries share a
+	// host. Nil or empty means unknown, which providers read as one host.
+	// The "auto" provider (transport/rdma/hybrid) picks shm or ofi per
+	// peer from it.
+	Hosts []string
+}
+
+// SameHost reports whether ranks a and b share a host by Hosts (true
+// when Hosts is unknown or either rank lies outside it).
+func (c Config) SameHost(a, b int) bool {
+	if a < 0 || b < 0 || a >= len(c.Hosts) || b >= len(c.Hosts) {
+		return true
+	}
+	return c.Hosts[a] == c.Hosts[b]
 }
 
 // Provider is one rank's NIC. Open one per rank with Open.
@@ -40,6 +56,21 @@ const (
 	// is not exported to peers.
 	LocalOnly RegionFlags = 1 << iota
 )
+
+// ExternalRegistrar is implemented by providers that can register memory
+// they did not allocate (fi_mr_reg(3) on the caller's buffer), so that one
+// region is reachable through two providers (the "auto" provider
+// registers each shm region with ofi too).
+type ExternalRegistrar interface {
+	// RegisterExternal registers mem, which the caller allocated outside
+	// the Go heap (a mapping) and keeps mapped until the provider's Close:
+	// the provider never frees it, and a write placed by the NIC may land
+	// until then. Flags are RegisterMemory's. onSignal, if not nil, is
+	// called after each signal add this provider applies to a word of mem
+	// on a peer's behalf (a doorbell's ring), from the provider's progress
+	// path; it must not block.
+	RegisterExternal(mem []byte, flags RegionFlags, onSignal func()) (MemoryRegion, error)
+}
 
 // MemoryRegion is registered local memory.
 type MemoryRegion interface {

@@ -99,6 +99,9 @@ func (p *Provider) pollCounters() int {
 		if d := v - p.lastCnt[j]; d != 0 {
 			if r.pins.Pin() {
 				r.word(8 * j).Add(d)
+				if r.onSignal != nil {
+					r.onSignal()
+				}
 				r.pins.Unpin()
 			}
 			p.lastCnt[j] = v

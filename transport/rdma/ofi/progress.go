@@ -637,6 +637,9 @@ func (p *Provider) apply(m *sigMsg) error {
 		}
 	}
 	r.word(int(8 * m.word)).Add(m.value)
+	if r.onSignal != nil {
+		r.onSignal() // after the add, as shm rings its doorbell
+	}
 	p.stats.SignalsApplied.Add(1)
 	return nil
 }

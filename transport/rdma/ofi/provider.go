@@ -344,7 +344,9 @@ func (p *Provider) Close() error {
 			continue
 		}
 		if err := r.close(); err == nil {
-			mems = append(mems, r.mem)
+			if !r.external {
+				mems = append(mems, r.mem)
+			}
 		} else if !errors.Is(err, rdma.ErrClosed) { // else its own Close has it
 			errs = append(errs, err)
 		}

@@ -28,6 +28,10 @@ type Region struct {
 	signals bool // counter strategy: the signals region (its words are signal endpoints' counters)
 	desc    []byte
 	pins    pins.Pins // the progress goroutine applying a signal; Close waits
+	// external: mem belongs to the caller (RegisterExternal), who unmaps
+	// it; onSignal, if set, runs after each signal add applied to it.
+	external bool
+	onSignal func()
 }
 
 var _ rdma.MemoryRegion = (*Region)(nil)
@@ -68,6 +72,9 @@ func (r *Region) Close() error {
 		next := append([]*Region(nil), rs...)
 		next[r.id] = nil
 		p.regions.Store(&next)
+	}
+	if r.external {
+		return nil
 	}
 	if p.unmapDone {
 		return unmap(r.mem)
@@ -128,6 +135,37 @@ func (p *Provider) RegisterMemory(size int, flags rdma.RegionFlags) (rdma.Memory
 	return r, nil
 }
 
+var _ rdma.ExternalRegistrar = (*Provider)(nil)
+
+// RegisterExternal registers mem, memory the caller mapped and keeps mapped
+// until this provider's Close (rdma.ExternalRegistrar), as RegisterMemory
+// registers its own: fi_mr_reg(3) on mem, honouring the domain's mr_mode,
+// and under the counter strategy taken as the signals region by its size.
+// The region's Bytes are mem; its Close and the provider's Close never
+// unmap it. onSignal, if not nil, runs on the progress path after each
+// signal add applied to a word of mem (the "auto" provider rings the shm
+// doorbell of the same memory with it).
+//
+// It returns an error for an empty mem or unknown flags, a *FabricError
+// from fi_mr_reg, and rdma.ErrClosed after Close.
+func (p *Provider) RegisterExternal(mem []byte, flags rdma.RegionFlags, onSignal func()) (rdma.MemoryRegion, error) {
+	if len(mem) == 0 {
+		return nil, errors.New("ofi: register external memory: empty")
+	}
+	if flags&^rdma.LocalOnly != 0 {
+		return nil, fmt.Errorf("ofi: register: flags %#x: %w", uint32(flags), rdma.ErrNotSupported)
+	}
+	if !p.pins.Pin() {
+		return nil, fmt.Errorf("ofi: register: %w", rdma.ErrClosed)
+	}
+	defer p.pins.Unpin()
+	r, err := p.registerMem(mem, len(mem), flags&rdma.LocalOnly != 0, false, true, onSignal)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
 // register maps and registers a region; ctrl marks the control region.
 func (p *Provider) register(size int, local, ctrl bool) (*Region, error) {
 	n := max(size, 1)
@@ -136,10 +174,21 @@ func (p *Provider) register(size int, local, ctrl bool) (*Region, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ofi: register %d bytes: mmap: %w", size, err)
 	}
+	r, err := p.registerMem(mem, size, local, ctrl, false, nil)
+	if err != nil {
+		return nil, errors.Join(err, unmap(mem))
+	}
+	return r, nil
+}
+
+// registerMem registers size bytes at the start of mem. Its errors leave
+// mem mapped: the caller owns it until the region exists. external marks
+// the caller's memory (RegisterExternal), which Close leaves mapped.
+func (p *Provider) registerMem(mem []byte, size int, local, ctrl, external bool, onSignal func()) (*Region, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return nil, errors.Join(fmt.Errorf("ofi: register: %w", rdma.ErrClosed), unmap(mem))
+		return nil, fmt.Errorf("ofi: register: %w", rdma.ErrClosed)
 	}
 	p.nextID++
 	id := p.nextID
@@ -147,19 +196,20 @@ func (p *Provider) register(size int, local, ctrl bool) (*Region, error) {
 	signals = signals && p.strat == counter && !local && !ctrl && p.sigReg.Load() == nil && nsig <= p.scMax
 	p.mu.Unlock()
 
-	r := &Region{p: p, id: id, size: size, mem: mem, local: local, signals: signals}
+	r := &Region{p: p, id: id, size: size, mem: mem, local: local, signals: signals, external: external, onSignal: onSignal}
 	access := fiRead | fiWrite
 	if !local {
 		access |= fiRemoteRead | fiRemoteWrite
 	}
+	var err error
 	r.mr, err = p.f.regMR(mem, access, id, p.mrm.endpoint, p.mrm.rmaEvent && !local)
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("ofi: register %d bytes: %w", size, err), unmap(mem))
+		return nil, fmt.Errorf("ofi: register %d bytes: %w", size, err)
 	}
 	var scNames [][]byte
 	if signals {
 		if scNames, err = p.openSignalEndpoints(r, nsig); err != nil {
-			return nil, errors.Join(fmt.Errorf("ofi: register signals region: %w", err), r.mr.close(), unmap(mem))
+			return nil, errors.Join(fmt.Errorf("ofi: register signals region: %w", err), r.mr.close())
 		}
 	}
 	if !local {
@@ -176,7 +226,7 @@ func (p *Provider) register(size int, local, ctrl bool) (*Region, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		return nil, errors.Join(fmt.Errorf("ofi: register: %w", rdma.ErrClosed), r.mr.close(), unmap(mem))
+		return nil, errors.Join(fmt.Errorf("ofi: register: %w", rdma.ErrClosed), r.mr.close())
 	}
 	rs := *p.regions.Load()
 	next := make([]*Region, max(len(rs), int(id)+1))
