@@ -42,7 +42,15 @@ func (b *remoteBootstrap) close() error {
 		case <-b.coord.drained:
 		case <-time.After(drainWait):
 		}
-	case !b.rank0Gone.fired():
+	case b.rank0Gone.fired():
+		// The ranks this one watches since rank 0 went learn it leaves.
+		if acked := b.leavePeers(at); acked != nil {
+			select {
+			case <-acked:
+			case <-time.After(leaveWait):
+			}
+		}
+	default:
 		// Also when rank 0 said it leaves: the answer proves the coordinator
 		// has this rank's earlier messages (the acknowledgment of that) too.
 		b.system.Root.Send(b.coordPID, bye)

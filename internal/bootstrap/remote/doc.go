@@ -14,8 +14,11 @@
 // is detected from the gRPC stream: when a rank process dies its
 // connections break, protoactor publishes remote.EndpointTerminatedEvent,
 // rank 0 maps the address to the rank and tells the others; the other
-// ranks watch rank 0 the same way. A rank that is hung but alive is not
-// detected.
+// ranks watch rank 0 the same way. Once rank 0 is gone (killed, or closed
+// first), the others watch each other directly (peers.go): later losses
+// are still reported, and a Close is still told from a loss; collectives
+// and Shrink fail from then on (bootstrap.ErrRankZeroLost), and no rank
+// can join. A rank that is hung but alive is not detected.
 //
 // Every control message is sealed with a key derived from the job's secret
 // (seal.go), and beyond loopback the channels are TLS with a certificate

@@ -171,6 +171,7 @@ func (b *remoteBootstrap) rank0Down() {
 	// Shrinks agree at rank 0's coordinator: none can any more. Aborted
 	// first, so that whoever learns of the loss and shrinks meets this.
 	b.fam.Abort(bootstrap.ErrRankZeroLost)
+	defer b.watchPeers()
 	if left {
 		// The coordinator is gone: no collective can complete any more.
 		b.NoteLeft(0, 0)

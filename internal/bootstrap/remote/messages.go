@@ -26,6 +26,11 @@ const (
 	kindGroupGathered // groupGathered: coordinator -> the group's live members
 	kindGroupLeaving  // groupLeaving: rank -> coordinator, from a shrunk Bootstrap's Close
 	kindGroupLeft     // groupLeaving: coordinator -> the group's other members
+
+	// Once rank 0 is gone (lost or left), the ranks watch each other.
+	kindPeerWatch    // ack: rank -> every other rank, opening the connection whose loss tells the rank's
+	kindPeerLeaving  // leaving: rank -> the ranks watching it, from Close
+	kindPeerLeaveAck // ack: a watching rank -> the leaving rank
 )
 
 // join asks the coordinator to admit Rank, whose rank actor is at Addr.
@@ -34,7 +39,8 @@ type join struct {
 	Addr string `msgpack:"a"`
 }
 
-// ack acknowledges a join, a leaving, or a leaving of rank 0, from Rank.
+// ack acknowledges a join, a leaving, or a leaving of rank 0, from Rank;
+// or opens a watch of Rank's peer (kindPeerWatch).
 type ack struct {
 	Rank int `msgpack:"r"`
 }

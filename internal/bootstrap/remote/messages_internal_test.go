@@ -30,6 +30,9 @@ func TestMessagesRoundTrip(t *testing.T) {
 		{kindLost, 0, &lost{Rank: 1, Reason: "x"}},
 		{kindLeft, 0, &leaving{Rank: 1, Seq: 9}},
 		{kindLeaving, 1, &leaving{Rank: 1, Seq: 9}},
+		{kindPeerWatch, 2, &ack{Rank: 2}},
+		{kindPeerLeaving, 3, &leaving{Rank: 3, Seq: 4}},
+		{kindPeerLeaveAck, 1, &ack{Rank: 1}},
 	} {
 		out, in := sealers("a secret of the job", c.from)
 		k, from, v, err := in.open(out.seal(c.k, c.v))
@@ -62,6 +65,8 @@ func TestSealRefusals(t *testing.T) {
 	require.ErrorIs(t, err, errSeal, "rank 2 speaking for rank 1")
 	_, _, _, err = in.open(out.seal(kindLost, &lost{Rank: 1}))
 	require.ErrorIs(t, err, errSeal, "a loss notice not from the coordinator")
+	_, _, _, err = in.open(out.seal(kindPeerLeaving, &leaving{Rank: 1}))
+	require.ErrorIs(t, err, errSeal, "rank 2 saying rank 1 leaves")
 
 	tampered := out.seal(kindContrib, &contrib{Seq: 3, Rank: 2, Data: []byte{1}})
 	tampered.Value[sealHeader+3] ^= 1

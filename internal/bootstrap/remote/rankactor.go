@@ -17,6 +17,8 @@ func (a *rankActor) Receive(ctx actor.Context) {
 	if m, ok := ctx.Message().(*endpointDown); ok {
 		if b.cfg.Rank != 0 && m.addr == b.cfg.Addr {
 			b.rank0Down()
+		} else {
+			b.peerDown(m.addr)
 		}
 		return
 	}
@@ -37,6 +39,7 @@ func (a *rankActor) Receive(ctx actor.Context) {
 		b.Deliver(g.Seq, g.Data)
 	case kindLost:
 		l := v.(*lost)
+		b.noteGone(l.Rank)
 		b.Lose(&rdma.PeerLostError{Rank: l.Rank, Reason: l.Reason})
 		b.fam.Lose(l.Rank, l.Reason)
 	case kindLeft:
@@ -47,6 +50,7 @@ func (a *rankActor) Receive(ctx actor.Context) {
 			b.mu.Unlock()
 			ctx.Send(b.coordPID, b.out.seal(kindLeftAck, &ack{Rank: b.cfg.Rank}))
 		}
+		b.noteGone(l.Rank)
 		b.NoteLeft(l.Rank, l.Seq)
 	case kindLeaveAck:
 		b.leaveAcked.fire()
@@ -58,5 +62,18 @@ func (a *rankActor) Receive(ctx actor.Context) {
 	case kindGroupLeft:
 		l := v.(*groupLeaving)
 		b.fam.NoteLeft(l.Group, l.Rank, l.Seq)
+	case kindPeerWatch:
+		// Nothing to do: the sender watches this rank through the
+		// connection its message opened.
+	case kindPeerLeaving:
+		l := v.(*leaving)
+		b.peerLeaving(l.Rank)
+		b.noteGone(l.Rank)
+		b.NoteLeft(l.Rank, l.Seq)
+		if a := b.addrOf(l.Rank); a != "" {
+			ctx.Send(actor.NewPID(a, rankActorName), b.out.seal(kindPeerLeaveAck, &ack{Rank: b.cfg.Rank}))
+		}
+	case kindPeerLeaveAck:
+		b.peerAcked(v.(*ack).Rank)
 	}
 }

@@ -88,6 +88,8 @@ type remoteBootstrap struct {
 	rank0Left bool     // rank 0 said it leaves
 	released  bool     // Close was called (the control plane may live on for shrunk Bootstraps)
 	closing   bool
+	gone      map[int]bool // ranks the coordinator reported lost or left
+	peers     *peerWatch   // since rank 0 went: the ranks this one watches itself
 
 	closeOnce sync.Once
 	closeErr  error
@@ -122,6 +124,7 @@ func New(ctx context.Context, cfg Config) (bootstrap.Bootstrap, error) {
 		leaveAcked: newSignal(),
 		rank0Gone:  newSignal(),
 		coordPID:   actor.NewPID(cfg.Addr, coordinatorName),
+		gone:       map[int]bool{},
 	}
 	b.RankState = bootstrap.NewRankState(cfg.Rank, cfg.Size, cfg.Job, b.contribute)
 	b.fam = bootstrap.NewFamily(cfg.Rank, cfg.Size, cfg.Job, sender{b}, b.close)

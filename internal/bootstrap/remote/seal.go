@@ -124,7 +124,7 @@ func speaker(k kind, v any) (int, bool) {
 	case *contrib:
 		return m.Rank, true
 	case *leaving:
-		if k == kindLeaving {
+		if k == kindLeaving || k == kindPeerLeaving {
 			return m.Rank, true
 		}
 		return 0, true // kindLeft: the coordinator relays it
@@ -154,7 +154,7 @@ func decodeBody(k kind, b []byte) (any, error) {
 	switch k {
 	case kindJoin:
 		v = new(join)
-	case kindJoinAck, kindLeaveAck, kindLeftAck:
+	case kindJoinAck, kindLeaveAck, kindLeftAck, kindPeerWatch, kindPeerLeaveAck:
 		v = new(ack)
 	case kindWelcome:
 		v = new(welcome)
@@ -164,7 +164,7 @@ func decodeBody(k kind, b []byte) (any, error) {
 		v = new(gathered)
 	case kindLost:
 		v = new(lost)
-	case kindLeaving, kindLeft:
+	case kindLeaving, kindLeft, kindPeerLeaving:
 		v = new(leaving)
 	case kindShrink:
 		v = new(shrinkMsg)
