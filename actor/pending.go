@@ -16,6 +16,7 @@ import (
 type pendingFutures struct {
 	mu     sync.Mutex
 	byRank []map[string]struct{} // future ids by the rank asked
+	gone   []bool                // by rank: taken, so later futures fail at once
 	n      int
 }
 
@@ -29,12 +30,19 @@ const maxPending = 1 << 12
 
 func isFuture(p *PID) bool { return p != nil && strings.HasPrefix(p.Id, futurePrefix) }
 
-// add records that local future id waits for rank.
+// add records that local future id waits for rank. A request whose send
+// raced with the rank's loss (sent, then the rank taken before this add)
+// fails here, at once, rather than at its timeout.
 func (t *pendingFutures) add(rank int, id string, size int, reg *protoactor.ProcessRegistryValue) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.byRank == nil {
 		t.byRank = make([]map[string]struct{}, size)
+		t.gone = make([]bool, size)
+	}
+	if t.gone[rank] {
+		failFuture(reg, rank, id)
+		return
 	}
 	if t.byRank[rank] == nil {
 		t.byRank[rank] = map[string]struct{}{}
@@ -61,11 +69,17 @@ func (t *pendingFutures) done(rank int, id string) {
 	}
 }
 
-// take removes and returns the futures waiting for rank.
-func (t *pendingFutures) take(rank int) []string {
+// take removes and returns the futures waiting for rank, which is gone:
+// later adds for it fail their future at once.
+func (t *pendingFutures) take(rank int, size int) []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.byRank == nil || t.byRank[rank] == nil {
+	if t.byRank == nil {
+		t.byRank = make([]map[string]struct{}, size)
+		t.gone = make([]bool, size)
+	}
+	t.gone[rank] = true
+	if t.byRank[rank] == nil {
 		return nil
 	}
 	ids := make([]string, 0, len(t.byRank[rank]))
@@ -92,10 +106,16 @@ func (t *pendingFutures) sweep(reg *protoactor.ProcessRegistryValue) {
 // failPending answers every future waiting for rank with a
 // DeadLetterResponse: their Results return ErrDeadLetter now.
 func (n *Node) failPending(rank int) {
-	for _, id := range n.pending.take(rank) {
-		if proc, ok := n.system.ProcessRegistry.GetLocal(id); ok {
-			pid := n.system.NewLocalPID(id)
-			proc.SendUserMessage(pid, &DeadLetterResponse{Target: NewPID(AddressOf(rank), "")})
-		}
+	for _, id := range n.pending.take(rank, n.size) {
+		failFuture(n.system.ProcessRegistry, rank, id)
+	}
+}
+
+// failFuture answers local future id, which waits for rank, with a
+// DeadLetterResponse (protoactor-go's Future then fails with
+// ErrDeadLetter), if it still exists.
+func failFuture(reg *protoactor.ProcessRegistryValue, rank int, id string) {
+	if proc, ok := reg.GetLocal(id); ok {
+		proc.SendUserMessage(NewPID(reg.Address, id), &DeadLetterResponse{Target: NewPID(AddressOf(rank), "")})
 	}
 }

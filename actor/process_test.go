@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,7 +21,6 @@ import (
 func TestMain(m *testing.M) {
 	testutils.Role("reqresp", roleRequestResponse)
 	testutils.Role("deathwatch", roleDeathWatch)
-	testutils.Role("survivors", roleSurvivors)
 	testutils.MainWithRoles(m)
 }
 
@@ -78,16 +77,17 @@ func roleRequestResponse() error {
 	return n.Barrier(ctx)
 }
 
-// Rank 2 is killed while ranks 0 and 1 watch an actor on it: both get
-// Terminated with TerminatedAddressTerminated, and later requests to it
-// fail at once instead of timing out.
+// Rank 2 is killed (SIGKILL) while ranks 0 and 1 watch an actor on it:
+// both get Terminated with TerminatedAddressTerminated, and later requests
+// to it fail at once instead of timing out. The fault tests
+// (fault_test.go) kill a rank in the middle of traffic.
 func TestProcessesDeathWatchKilledRank(t *testing.T) {
 	res := testutils.RunRanksOpts(t, launch.Options{NP: 3, Cleanup: shm.Cleanup}, "deathwatch")
 	require.Len(t, res, 3)
 	for _, r := range res {
 		want := 0
 		if r.Rank == 2 {
-			want = 3
+			want = killedExit
 		}
 		assert.Equal(t, want, r.ExitCode, "rank %d: %v", r.Rank, r.Err)
 	}
@@ -110,7 +110,7 @@ func roleDeathWatch() error {
 		return err
 	}
 	if n.Rank() == 2 {
-		os.Exit(3) // no Close, no goodbye: as if killed
+		signalSelf(syscall.SIGKILL)
 	}
 	start := time.Now()
 	select {
@@ -127,118 +127,6 @@ func roleDeathWatch() error {
 	if !errors.Is(err, actor.ErrDeadLetter) || time.Since(start) > time.Second {
 		return fmt.Errorf("request to the dead rank: %v after %v, want ErrDeadLetter at once", err, time.Since(start))
 	}
-	return n.Close()
-}
-
-// Rank 2 of 4 dies mid-traffic. Its actors are gone for the others (one
-// Terminated per watch, requests to it fail at once), and ranks 0, 1 and 3
-// go on asking each other for 2 s with no error: a rank's failure is its
-// own (gin.FailPeer).
-func TestProcessesSurviveKilledRank(t *testing.T) {
-	res := testutils.RunRanksOpts(t, launch.Options{NP: 4, Cleanup: shm.Cleanup}, "survivors")
-	require.Len(t, res, 4)
-	for _, r := range res {
-		want := 0
-		if r.Rank == 2 {
-			want = 3
-		}
-		assert.Equal(t, want, r.ExitCode, "rank %d: %v", r.Rank, r.Err)
-	}
-}
-
-func roleSurvivors() error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	n, terminated, victim, err := watchRankTwo(ctx, 4)
-	if err != nil {
-		return err
-	}
-	if n.Rank() == 2 {
-		if _, err := n.SpawnNamed(actor.PropsFromFunc(func(actor.Context) {}), "silent"); err != nil {
-			return err // an actor that never answers
-		}
-	}
-	if err := n.Barrier(ctx); err != nil {
-		return err
-	}
-	type ended struct {
-		at  time.Time
-		err error
-	}
-	pendingEnd := make(chan ended, 1)
-	if n.Rank() != 2 {
-		// A request that only the loss can end before its 30 s timeout.
-		f := n.Root().RequestFuture(n.PID(2, "silent"), &ping{}, 30*time.Second)
-		go func() {
-			_, err := f.Result()
-			pendingEnd <- ended{time.Now(), err}
-		}()
-	}
-	if n.Rank() == 2 {
-		time.Sleep(50 * time.Millisecond) // mid-traffic
-		os.Exit(3)                        // no Close, no goodbye: as if killed
-	}
-	survivors := []int{0, 1, 3}
-	ask := func(to, round int) error {
-		res, err := n.Root().RequestFuture(n.PID(to, "echo"), &ping{N: round}, 10*time.Second).Result()
-		if err != nil {
-			return fmt.Errorf("round %d: request to rank %d: %w", round, to, err)
-		}
-		if p := res.(*pong); p.N != round+1 {
-			return fmt.Errorf("round %d: rank %d answered %d", round, to, p.N)
-		}
-		return nil
-	}
-	// Traffic until the loss is known, then 2 s more among the survivors.
-	round, after := 0, 0
-	var lostAt time.Time
-	for lostAt.IsZero() || time.Since(lostAt) < 2*time.Second {
-		if lostAt.IsZero() {
-			if n.Gone(2) != nil {
-				lostAt = time.Now()
-			} else if ctx.Err() != nil {
-				return errors.New("rank 2's loss never noticed")
-			}
-		} else {
-			after++
-		}
-		for _, to := range survivors {
-			if err := ask(to, round); err != nil {
-				return err
-			}
-		}
-		round++
-	}
-	select {
-	case tm := <-terminated:
-		if tm.Why != actor.TerminatedAddressTerminated || !tm.Who.Equal(victim) {
-			return fmt.Errorf("got %v", tm)
-		}
-	case <-time.After(5 * time.Second):
-		return errors.New("no Terminated for rank 2's actor")
-	}
-	select {
-	case tm := <-terminated:
-		return fmt.Errorf("a second Terminated: %v", tm)
-	case <-time.After(100 * time.Millisecond):
-	}
-	select {
-	case e := <-pendingEnd:
-		if !errors.Is(e.err, actor.ErrDeadLetter) {
-			return fmt.Errorf("the pending request to the lost rank ended with %v, want ErrDeadLetter", e.err)
-		}
-		if late := e.at.Sub(lostAt); late > 100*time.Millisecond {
-			return fmt.Errorf("the pending request to the lost rank failed %v after the loss was known", late)
-		}
-	case <-time.After(5 * time.Second):
-		return errors.New("the pending request to the lost rank still waits")
-	}
-	start := time.Now()
-	if _, err := n.Root().RequestFuture(victim, &ping{}, 10*time.Second).Result(); err == nil || time.Since(start) > time.Second {
-		return fmt.Errorf("request to the dead rank: %v after %v, want an error at once", err, time.Since(start))
-	}
-	fmt.Printf("rank %d: %d rounds, %d of them after the loss was known, no error\n", n.Rank(), round, after)
-	time.Sleep(time.Second) // the other survivors may still ask this one
 	return n.Close()
 }
 

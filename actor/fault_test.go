@@ -1,0 +1,627 @@
+package actor_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rdmactor/rdmactor/actor"
+	"github.com/rdmactor/rdmactor/gin"
+	"github.com/rdmactor/rdmactor/internal/launch"
+	"github.com/rdmactor/rdmactor/internal/testutils"
+	"github.com/rdmactor/rdmactor/transport/rdma/shm"
+)
+
+// The fault tests: a rank of 4 is killed with SIGKILL in the middle of
+// traffic, in processes started by the launcher (internal/launch, as
+// rdmarun -keep-going runs them), by the rdmarun binary itself, and by
+// hand with the RDMACTOR_* variables set as a scheduler would. Run them
+// 20 times each with RDMACTOR_FAULT_REPS=20 (default 1):
+//
+//	RDMACTOR_FAULT_REPS=20 go test -race -run '^TestFaultKilledRank' -timeout 60m ./actor
+func init() { testutils.Role("fault", roleFault) }
+
+const (
+	// envFaultVictim is the rank role "fault" kills.
+	envFaultVictim = "TEST_FAULT_VICTIM"
+	// envFaultReps is how many times each fault test runs its job.
+	envFaultReps = "RDMACTOR_FAULT_REPS"
+
+	// faultRanks is the job size of the fault tests.
+	faultRanks = 4
+	// faultTraffic is how long the survivors go on after they know of the loss.
+	faultTraffic = 5 * time.Second
+	// pendingLimit bounds how long after its detection a request pending
+	// towards the lost rank may still wait.
+	pendingLimit = 100 * time.Millisecond
+	// laterLimit bounds a request or send to the lost rank after the
+	// detection: it fails at once, well before any timeout (10 s here),
+	// whatever the scheduling delays of a loaded host.
+	laterLimit = time.Second
+	// killedExit is the exit code a launcher reports for a rank killed by
+	// SIGKILL (128 + 9).
+	killedExit = 137
+)
+
+// faultReps is envFaultReps, default 1.
+func faultReps(t *testing.T) int {
+	s := os.Getenv(envFaultReps)
+	if s == "" {
+		return 1
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a count >= 1", envFaultReps, s)
+	}
+	return n
+}
+
+// faultVictims: a rank of no special role, and rank 0, which holds the
+// bootstrap's coordinator (what survives that: docs/actors.md, Faults).
+var faultVictims = []int{2, 0}
+
+// checkFaultExits checks the exit codes of a fault job: killedExit for
+// the victim, 0 for the others.
+func checkFaultExits(t *testing.T, victim int, codes []int, errs []error) {
+	t.Helper()
+	if len(codes) != faultRanks {
+		t.Fatalf("%d results, want %d", len(codes), faultRanks)
+	}
+	for r, c := range codes {
+		want := 0
+		if r == victim {
+			want = killedExit
+		}
+		if c != want {
+			t.Errorf("rank %d: exit code %d (%v), want %d", r, c, errs[r], want)
+		}
+	}
+}
+
+// TestFaultKilledRankLauncher: the ranks are started by internal/launch
+// with KillOnFailure off, as rdmarun -keep-going starts them.
+func TestFaultKilledRankLauncher(t *testing.T) {
+	for _, victim := range faultVictims {
+		t.Run("victim"+strconv.Itoa(victim), func(t *testing.T) {
+			for rep := range faultReps(t) {
+				res := testutils.RunRanksOpts(t, launch.Options{NP: faultRanks, Cleanup: shm.Cleanup,
+					Env: []string{envFaultVictim + "=" + strconv.Itoa(victim)}}, "fault")
+				codes, errs := make([]int, len(res)), make([]error, len(res))
+				for i, r := range res {
+					codes[i], errs[i] = r.ExitCode, r.Err
+				}
+				checkFaultExits(t, victim, codes, errs)
+				if t.Failed() {
+					t.Fatalf("repetition %d failed", rep)
+				}
+			}
+		})
+	}
+}
+
+// TestFaultKilledRankRdmarun: the ranks are started by the rdmarun
+// binary with -keep-going, which reports the killed rank, lets the others
+// finish, and exits with the killed rank's code.
+func TestFaultKilledRankRdmarun(t *testing.T) {
+	rdmarun := buildRdmarun(t)
+	for _, victim := range faultVictims {
+		t.Run("victim"+strconv.Itoa(victim), func(t *testing.T) {
+			for rep := range faultReps(t) {
+				ctx := testutils.Deadline(t, 2*time.Minute)
+				cmd := exec.CommandContext(ctx, rdmarun, "-np", strconv.Itoa(faultRanks), "-keep-going",
+					os.Args[0], "-test.run=^$")
+				cmd.Env = append(os.Environ(), testutils.EnvRole+"=fault",
+					envFaultVictim+"="+strconv.Itoa(victim), "GORACE=atexit_sleep_ms=50")
+				var out lockedBuffer
+				cmd.Stdout, cmd.Stderr = io.MultiWriter(&out, logLines(t, "")), io.MultiWriter(&out, logLines(t, ""))
+				err := cmd.Run()
+				code := -1
+				if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+					code = ee.ExitCode()
+				} else if err == nil {
+					code = 0
+				}
+				if code != killedExit {
+					t.Errorf("rdmarun exited with %d (%v), want %d: the killed rank's code", code, err, killedExit)
+				}
+				report := fmt.Sprintf("rank %d exited with code %d; the others run on (-keep-going)", victim, killedExit)
+				if !strings.Contains(out.String(), report) {
+					t.Errorf("rdmarun's output lacks %q", report)
+				}
+				for r := range faultRanks {
+					if r != victim && !strings.Contains(out.String(), fmt.Sprintf("[%d] rank %d: survived", r, r)) {
+						t.Errorf("rank %d did not report its survival", r)
+					}
+				}
+				if t.Failed() {
+					t.Fatalf("repetition %d failed", rep)
+				}
+			}
+		})
+	}
+}
+
+// TestFaultKilledRankByHand: the ranks are started by this test as a
+// scheduler would start them, with no launcher: RDMACTOR_RANK,
+// RDMACTOR_WORLD_SIZE, RDMACTOR_BOOTSTRAP, RDMACTOR_JOB_SECRET and
+// RDMACTOR_JOB set by hand (internal/bootstrap reads them).
+func TestFaultKilledRankByHand(t *testing.T) {
+	for _, victim := range faultVictims {
+		t.Run("victim"+strconv.Itoa(victim), func(t *testing.T) {
+			for rep := range faultReps(t) {
+				codes, errs := runByHand(t, faultRanks, "fault", envFaultVictim+"="+strconv.Itoa(victim))
+				checkFaultExits(t, victim, codes, errs)
+				if t.Failed() {
+					t.Fatalf("repetition %d failed", rep)
+				}
+			}
+		})
+	}
+}
+
+// roleFault: every rank has an actor "echo"; the victim also has "silent"
+// and "idle", which never answer. The other ranks watch those three and
+// send requests that wait on "silent". Then, with requests crossing
+// between every pair, the victim kills itself (SIGKILL). The survivors
+// must: learn of the loss; fail every request pending towards the victim
+// within pendingLimit of that; get exactly one Terminated per watched
+// actor; fail later sends to it at once; and go on asking each other for
+// faultTraffic with no error. With rank 0 lost, control-plane
+// collectives fail (not hang) and Shrink fails with gin.ErrRankZeroLost.
+func roleFault() error {
+	victim, err := strconv.Atoi(os.Getenv(envFaultVictim))
+	if err != nil {
+		return fmt.Errorf("%s: %w", envFaultVictim, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	n, err := actor.Init(ctx, actor.Config{})
+	if err != nil {
+		return err
+	}
+	if _, err := n.SpawnNamed(actor.PropsFromFunc(echo), "echo"); err != nil {
+		return err
+	}
+	watched := []string{"echo", "silent", "idle"}
+	if n.Rank() == victim {
+		for _, name := range watched[1:] {
+			if _, err := n.SpawnNamed(actor.PropsFromFunc(func(actor.Context) {}), name); err != nil {
+				return err
+			}
+		}
+	}
+	var terminatedMu sync.Mutex
+	terminated := map[string]int{}
+	allTerminated := make(chan struct{}, 16)
+	watcher := n.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		switch m := c.Message().(type) {
+		case *actor.PID:
+			c.Watch(m)
+			c.Respond(true)
+		case *actor.Terminated:
+			if m.Why != actor.TerminatedAddressTerminated || m.Who.Address != actor.AddressOf(victim) {
+				fmt.Printf("rank %d: unexpected %v\n", n.Rank(), m)
+				return
+			}
+			terminatedMu.Lock()
+			terminated[m.Who.Id]++
+			all := len(terminated) == len(watched)
+			terminatedMu.Unlock()
+			if all {
+				allTerminated <- struct{}{}
+			}
+		}
+	}))
+	if err := n.Barrier(ctx); err != nil { // every actor is spawned
+		return err
+	}
+	if n.Rank() != victim {
+		for _, name := range watched {
+			if _, err := n.Root().RequestFuture(watcher, n.PID(victim, name), 10*time.Second).Result(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := n.Barrier(ctx); err != nil { // every watch is recorded
+		return err
+	}
+
+	f := &faultRun{n: n, victim: victim, stop: make(chan struct{})}
+	f.start()
+	if n.Rank() == victim {
+		time.Sleep(300 * time.Millisecond) // mid-traffic
+		signalSelf(syscall.SIGKILL)
+	}
+	detected, err := f.waitDetection(ctx)
+	if err != nil {
+		return err
+	}
+	if err := f.checkPending(detected); err != nil {
+		return err
+	}
+	select {
+	case <-allTerminated:
+	case <-time.After(5 * time.Second):
+		terminatedMu.Lock()
+		defer terminatedMu.Unlock()
+		return fmt.Errorf("Terminated within 5 s of the loss for %v, want each of %v", terminated, watched)
+	}
+	if err := f.checkLater(ctx); err != nil {
+		return err
+	}
+	time.Sleep(time.Until(detected.Add(faultTraffic)))
+	close(f.stop)
+	f.wg.Wait()
+	if err := f.err(); err != nil {
+		return err
+	}
+	terminatedMu.Lock()
+	for _, name := range watched {
+		if terminated[name] != 1 {
+			terminatedMu.Unlock()
+			return fmt.Errorf("%d Terminated for rank %d's %s, want exactly 1 (all: %v)", terminated[name], victim, name, terminated)
+		}
+	}
+	terminatedMu.Unlock()
+	time.Sleep(time.Second) // the other survivors may still ask this one
+	start := time.Now()
+	if err := n.Close(); err != nil {
+		return err
+	}
+	fmt.Printf("rank %d: survived rank %d's kill: %d requests among survivors after the loss, no error; %d pending requests failed <= %v after detection (scheduling delays up to %v); Close %v\n",
+		n.Rank(), victim, f.after.Load(), f.pendingCount, f.latest.Round(time.Microsecond),
+		time.Duration(f.probe.worst.Load()).Round(time.Microsecond), time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// faultRun is a survivor's traffic during a fault test.
+type faultRun struct {
+	n      *actor.Node
+	victim int
+	stop   chan struct{}
+	wg     sync.WaitGroup
+
+	probe      schedProbe
+	detectedAt atomic.Pointer[time.Time]
+	after      atomic.Int64 // requests among survivors answered after detection
+
+	mu     sync.Mutex
+	errs   []error
+	toLost []request // requests towards the victim that failed
+
+	pending      chan request // how the requests to the victim's "silent" ended
+	pendingCount int
+	latest       time.Duration // the latest a pending request failed after detection
+}
+
+type request struct {
+	start, end time.Time
+	err        error
+}
+
+func (f *faultRun) fail(err error) {
+	f.mu.Lock()
+	f.errs = append(f.errs, err)
+	f.mu.Unlock()
+}
+
+func (f *faultRun) err() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return errors.Join(f.errs...)
+}
+
+// start starts the traffic: on every rank, two goroutines asking every
+// other rank but the victim, and one asking the victim; on the survivors,
+// requests to the victim's "silent", which only the loss can end.
+func (f *faultRun) start() {
+	n := f.n
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		f.probe.run(f.stop)
+	}()
+	if n.Rank() != f.victim {
+		f.pendingCount = 8
+		f.pending = make(chan request, f.pendingCount)
+		for range f.pendingCount {
+			start := time.Now()
+			fu := n.Root().RequestFuture(n.PID(f.victim, "silent"), &ping{}, 30*time.Second)
+			go func() {
+				_, err := fu.Result()
+				f.pending <- request{start, time.Now(), err}
+			}()
+		}
+	}
+	for g := range 2 {
+		f.wg.Add(1)
+		go func() {
+			defer f.wg.Done()
+			for round := 0; ; round++ {
+				for to := range n.Size() {
+					if to == f.victim || to == n.Rank() {
+						continue
+					}
+					select {
+					case <-f.stop:
+						return
+					default:
+					}
+					res, err := n.Root().RequestFuture(n.PID(to, "echo"), &ping{N: round}, 10*time.Second).Result()
+					if err != nil {
+						f.fail(fmt.Errorf("goroutine %d, round %d: request to rank %d: %w", g, round, to, err))
+						return
+					}
+					if p := res.(*pong); p.N != round+1 {
+						f.fail(fmt.Errorf("goroutine %d, round %d: rank %d answered %d", g, round, to, p.N))
+						return
+					}
+					if f.detectedAt.Load() != nil {
+						f.after.Add(1)
+					}
+				}
+			}
+		}()
+	}
+	if n.Rank() == f.victim {
+		return
+	}
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		for {
+			select {
+			case <-f.stop:
+				return
+			default:
+			}
+			if d := f.detectedAt.Load(); d != nil {
+				if time.Since(*d) > 500*time.Millisecond {
+					return // enough: every later one fails at once alike
+				}
+				time.Sleep(50 * time.Millisecond) // fewer warnings of messages not delivered
+			}
+			start := time.Now()
+			_, err := n.Root().RequestFuture(n.PID(f.victim, "echo"), &ping{}, 10*time.Second).Result()
+			if err != nil {
+				f.mu.Lock()
+				f.toLost = append(f.toLost, request{start, time.Now(), err})
+				f.mu.Unlock()
+			}
+		}
+	}()
+}
+
+// waitDetection waits until the node knows the victim gone and returns
+// when that was first seen (polled every 100 µs).
+func (f *faultRun) waitDetection(ctx context.Context) (time.Time, error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	for f.n.Gone(f.victim) == nil {
+		select {
+		case <-ctx.Done():
+			return time.Time{}, fmt.Errorf("rank %d's loss not known within 20 s: %w", f.victim, ctx.Err())
+		case <-time.After(100 * time.Microsecond):
+		}
+	}
+	now := time.Now()
+	f.detectedAt.Store(&now)
+	if err := f.n.Gone(f.victim); !errors.Is(err, actor.ErrRankGone) {
+		return now, fmt.Errorf("Gone(%d) = %v, want ErrRankGone", f.victim, err)
+	}
+	return now, nil
+}
+
+// checkPending checks that every request pending towards the victim
+// failed within pendingLimit of the detection, with ErrDeadLetter (what a
+// protoactor-go Future can fail with; Node.Gone gives ErrRankGone).
+func (f *faultRun) checkPending(detected time.Time) error {
+	for i := range f.pendingCount {
+		select {
+		case r := <-f.pending:
+			if !errors.Is(r.err, actor.ErrDeadLetter) {
+				return fmt.Errorf("pending request %d to the lost rank ended with %v, want ErrDeadLetter", i, r.err)
+			}
+			f.latest = max(f.latest, r.end.Sub(detected))
+		case <-time.After(5 * time.Second):
+			return fmt.Errorf("a pending request to the lost rank still waits 5 s after the loss was known")
+		}
+	}
+	if limit := f.probe.limit(); f.latest > limit {
+		return fmt.Errorf("pending requests to the lost rank failed up to %v after the loss was known, want <= %v (%v, and %v of scheduling delays seen)",
+			f.latest, limit, pendingLimit, limit-pendingLimit)
+	}
+	return nil
+}
+
+// schedProbe measures how late this process's goroutines wake up. On a
+// loaded host (CI runs many test binaries at once on few cores) the
+// goroutine waiting on a request that the node failed at once can wake
+// up long after, whatever the node does: the limits on the requests
+// pending at the detection are pendingLimit plus the worst delay seen.
+type schedProbe struct{ worst atomic.Int64 } // ns
+
+// run sleeps 1 ms at a time until stop, recording the worst oversleep.
+func (p *schedProbe) run(stop <-chan struct{}) {
+	for {
+		t0 := time.Now()
+		select {
+		case <-stop:
+			return
+		case <-time.After(time.Millisecond):
+		}
+		if late := time.Since(t0) - time.Millisecond; int64(late) > p.worst.Load() {
+			p.worst.Store(int64(late))
+		}
+	}
+}
+
+// limit is pendingLimit plus the worst delay seen so far.
+func (p *schedProbe) limit() time.Duration { return pendingLimit + time.Duration(p.worst.Load()) }
+
+// checkLater checks the requests and sends to the victim: one pending at
+// the detection failed within pendingLimit of it, a later one at once
+// (laterLimit), and a send now fails at once with ErrRankGone. With rank 0
+// lost, a Barrier fails and Shrink fails with gin.ErrRankZeroLost.
+func (f *faultRun) checkLater(ctx context.Context) error {
+	n := f.n
+	detected := *f.detectedAt.Load()
+	time.Sleep(600 * time.Millisecond) // the goroutine asking the victim stops
+	f.mu.Lock()
+	for _, r := range f.toLost {
+		switch {
+		case r.start.Before(detected) && r.end.Sub(detected) > f.probe.limit():
+			f.mu.Unlock()
+			return fmt.Errorf("a request to the lost rank pending at the detection failed %v after it, want <= %v (with scheduling delays): %v", r.end.Sub(detected), f.probe.limit(), r.err)
+		case !r.start.Before(detected) && r.end.Sub(r.start) > laterLimit:
+			f.mu.Unlock()
+			return fmt.Errorf("a request to the lost rank sent %v after the detection failed after %v, want at once (<= %v): %v", r.start.Sub(detected), r.end.Sub(r.start), laterLimit, r.err)
+		}
+	}
+	f.mu.Unlock()
+	start := time.Now()
+	if err := n.Tell(n.PID(f.victim, "echo"), &ping{}); !errors.Is(err, actor.ErrRankGone) || time.Since(start) > laterLimit {
+		return fmt.Errorf("Tell to the lost rank: %v after %v, want ErrRankGone at once", err, time.Since(start))
+	}
+	bctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := n.Barrier(bctx); !errors.Is(err, gin.ErrPeerLost) {
+		return fmt.Errorf("Barrier after the loss: %v, want ErrPeerLost", err)
+	}
+	if f.victim == 0 {
+		if _, err := n.Comm().Shrink(bctx); !errors.Is(err, gin.ErrRankZeroLost) {
+			return fmt.Errorf("Shrink after rank 0's loss: %v, want ErrRankZeroLost", err)
+		}
+	}
+	return nil
+}
+
+// signalSelf sends sig to this process; for SIGKILL, as kill -9 would: no
+// deferred call, no Close, no goodbye.
+func signalSelf(sig syscall.Signal) {
+	_ = syscall.Kill(os.Getpid(), sig)
+	time.Sleep(time.Minute) // the signal is on its way
+}
+
+// runByHand starts np ranks of this test binary running role, as a
+// scheduler would: the RDMACTOR_* variables set by hand, no launcher. It
+// returns their exit codes (128+n when killed by signal n) and errors, by
+// rank, and removes the job's shared-memory files.
+func runByHand(t *testing.T, np int, role string, env ...string) ([]int, []error) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	var secret, id [16]byte
+	_, _ = rand.Read(secret[:])
+	_, _ = rand.Read(id[:])
+	job := "fault" + hex.EncodeToString(id[:6])
+	ctx := testutils.Deadline(t, 2*time.Minute)
+	cmds := make([]*exec.Cmd, np)
+	for r := range cmds {
+		c := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+		c.Env = append(os.Environ(), env...)
+		c.Env = append(c.Env,
+			"RDMACTOR_RANK="+strconv.Itoa(r),
+			"RDMACTOR_WORLD_SIZE="+strconv.Itoa(np),
+			"RDMACTOR_BOOTSTRAP="+addr,
+			"RDMACTOR_JOB_SECRET="+hex.EncodeToString(secret[:]),
+			"RDMACTOR_JOB="+job,
+			"RDMACTOR_TRANSPORT=shm",
+			testutils.EnvRole+"="+role,
+			"GORACE=atexit_sleep_ms=50",
+		)
+		w := logLines(t, fmt.Sprintf("[%d] ", r))
+		c.Stdout, c.Stderr = w, w
+		cmds[r] = c
+	}
+	codes, errs := make([]int, np), make([]error, np)
+	for r, c := range cmds {
+		if err := c.Start(); err != nil {
+			for _, s := range cmds[:r] {
+				_ = s.Process.Kill()
+				_ = s.Wait()
+			}
+			t.Fatalf("start rank %d: %v", r, err)
+		}
+	}
+	for r, c := range cmds {
+		errs[r] = c.Wait()
+		codes[r] = c.ProcessState.ExitCode()
+		if ws, ok := c.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			codes[r] = 128 + int(ws.Signal())
+		}
+	}
+	if err := shm.Cleanup(job); err != nil {
+		t.Errorf("cleanup of job %s: %v", job, err)
+	}
+	return codes, errs
+}
+
+// buildRdmarun builds cmd/rdmarun into a temporary directory of t.
+func buildRdmarun(t *testing.T) string {
+	t.Helper()
+	root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	if err != nil {
+		t.Fatalf("go list -m: %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "rdmarun")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/rdmarun")
+	cmd.Dir = strings.TrimSpace(string(root))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/rdmarun: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// logLines returns a writer that logs each line written to it, prefixed.
+func logLines(t *testing.T, prefix string) io.Writer {
+	r, w := io.Pipe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			t.Log(prefix + sc.Text())
+		}
+		_, _ = io.Copy(io.Discard, r)
+	}()
+	t.Cleanup(func() { w.Close(); <-done })
+	return w
+}
+
+// lockedBuffer is a strings.Builder safe for concurrent writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
