@@ -8,13 +8,12 @@ import (
 	"github.com/rdmactor/rdmactor/gin"
 )
 
-// fencePutRounds: every round each rank puts the round's number into its
-// slot of every rank's window, its own included, passes a flat barrier
-// with FencePut and checks every slot; a second barrier keeps the next
-// round's puts from overtaking a slow rank's check.
-func fencePutRounds(t *testing.T, j *job) {
+// fencePutRounds runs iters rounds: each rank puts the round's number
+// into its slot of every rank's window, its own included, passes a flat
+// barrier with FencePut and checks every slot; a second barrier keeps
+// the next round's puts from overtaking a slow rank's check.
+func fencePutRounds(t *testing.T, j *job, iters int) {
 	n := len(j.comms)
-	iters := scale(500, 50)
 	wins := make([]*gin.Window, n)
 	j.ranks(func(r int) (err error) {
 		wins[r], err = j.comms[r].RegisterWindow(j.ctx, 8*n, 0)
@@ -54,19 +53,18 @@ func fencePutRounds(t *testing.T, j *job) {
 // when the barrier's signals are.
 const getBlock = 64 << 10
 
-// fenceGetRounds: every round each rank writes a round-stamped block into
-// its window, passes a barrier (so peers may read it), gets every peer's
-// block with no local action, passes a barrier of kind k with FenceGet
-// (on the flat kind every other round with FencePut|FenceGet) and checks
-// the blocks it read; a last barrier keeps the next round's writes from
-// overtaking a peer's reads. Window of rank r: [0, getBlock) its block,
-// then one landing block per team rank.
-func fenceGetRounds(t *testing.T, j *job, k kind) {
+// fenceGetRounds runs iters rounds: each rank writes a round-stamped
+// block into its window, passes a barrier (so peers may read it), gets
+// every peer's block with no local action, passes a barrier of kind k
+// with FenceGet (on the flat kind every other round with
+// FencePut|FenceGet) and checks the blocks it read; a last barrier keeps
+// the next round's writes from overtaking a peer's reads. Window of rank
+// r: [0, getBlock) its block, then one landing block per team rank.
+func fenceGetRounds(t *testing.T, j *job, k kind, iters int) {
 	n := len(j.comms)
 	if !j.comms[0].Capabilities().Get {
 		t.Skipf("provider %s cannot read (Capabilities().Get)", j.comms[0].Transport())
 	}
-	iters := scale(200, 20)
 	wins := make([]*gin.Window, n)
 	j.ranks(func(r int) (err error) {
 		wins[r], err = j.comms[r].RegisterWindow(j.ctx, (n+1)*getBlock, 0)

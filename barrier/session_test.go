@@ -252,7 +252,7 @@ func TestIndicesInFlight(t *testing.T) {
 // itself, are visible after it.
 func TestFencePut(t *testing.T) {
 	const n = 3
-	fencePutRounds(t, newJob(t, n, gin.Config{Signals: barrier.Requirement(n, 1), Require: gin.Requirements{StrongSignals: true}}))
+	fencePutRounds(t, newJob(t, n, gin.Config{Signals: barrier.Requirement(n, 1), Require: gin.Requirements{StrongSignals: true}}), scale(500, 50))
 }
 
 // FenceGet: gets issued before the barrier have landed when it returns,
@@ -262,7 +262,7 @@ func TestFenceGet(t *testing.T) {
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
 			const n = 3
-			fenceGetRounds(t, newJob(t, n, gin.Config{Signals: k.signals(n, 1)}), k)
+			fenceGetRounds(t, newJob(t, n, gin.Config{Signals: k.signals(n, 1)}), k, scale(200, 20))
 		})
 	}
 }
