@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -48,7 +49,7 @@ const largeWindow = 32 << 20
 func largeMessages(b *testing.B, transport string, size int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	nodes, err := actor.StartLocal(ctx, 2, actor.Config{Gin: gin.Config{Transport: transport}})
+	nodes, err := actor.StartLocal(ctx, 2, actor.Config{Gin: gin.Config{Transport: transport}, MaxMessage: 2 * size})
 	var unsup *rdma.UnsupportedError
 	if errors.As(err, &unsup) {
 		b.Skipf("transport %s: %v", transport, err)
@@ -135,20 +136,39 @@ func largeMessages(b *testing.B, transport string, size int) {
 
 	putRound() // warm up both paths: endpoints, pages, buffers
 	actorRound()
-	var putTime, actorTime time.Duration
+	var putTime, actorTime, putCPU, actorCPU time.Duration
 	b.SetBytes(int64(size * window))
 	b.ResetTimer()
 	for b.Loop() {
-		t0 := time.Now()
+		t0, c0 := time.Now(), cpuTime()
 		putRound()
-		t1 := time.Now()
+		t1, c1 := time.Now(), cpuTime()
 		actorRound()
 		putTime += t1.Sub(t0)
 		actorTime += time.Since(t1)
+		putCPU += c1 - c0
+		actorCPU += cpuTime() - c1
 	}
 	bytes := float64(b.N * window * size)
 	putMBs, actorMBs := bytes/putTime.Seconds()/1e6, bytes/actorTime.Seconds()/1e6
 	b.ReportMetric(putMBs, "put-MB/s")
 	b.ReportMetric(actorMBs, "actor-MB/s")
 	b.ReportMetric(actorMBs/putMBs, "actor/put")
+	// CPU time per MiB, of every thread of the process: steadier than
+	// wall time on a shared machine.
+	mib := bytes / (1 << 20)
+	b.ReportMetric(float64(putCPU.Microseconds())/mib, "put-cpu-µs/MiB")
+	b.ReportMetric(float64(actorCPU.Microseconds())/mib, "actor-cpu-µs/MiB")
+	// How often the sender waited for credit: each wait is a hand-off
+	// between threads, which a loaded machine makes slow.
+	b.ReportMetric(float64(nodes[0].Mailbox().Stats().CreditWaits)/float64((b.N+1)*window), "creditwaits/msg")
+}
+
+// cpuTime is the user and system time of this process so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync/atomic"
 
 	"github.com/rdmactor/rdmactor/mailbox"
 )
@@ -197,6 +198,9 @@ type partial struct {
 type reassembly struct {
 	bySender []map[uint64]*partial
 	bytes    []int // bytes of the messages in flight, per sender
+	// partials counts the messages in flight, for other goroutines
+	// (tests) to read.
+	partials atomic.Int64
 }
 
 // recvChunk takes a piece of a message. The first piece's prelude says
@@ -258,6 +262,7 @@ func (n *Node) recvChunk(from int, body []byte) {
 		}
 		m[id] = p
 		re.bytes[from] += p.total
+		re.partials.Add(1)
 	} else if !p.failed {
 		// The last piece comes again after the pair was held for the whole
 		// message (Config.MaxInbound, prelude not in the first piece).
@@ -374,6 +379,7 @@ func (n *Node) endPartial(from int, id uint64, p *partial) {
 	}
 	delete(n.chunks.bySender[from], id)
 	n.chunks.bytes[from] -= p.total
+	n.chunks.partials.Add(-1)
 }
 
 // maxHeldPerSender bounds the partly received messages of one sender, in
@@ -397,6 +403,7 @@ func (n *Node) forgetChunks(from int) {
 		if p.dec != nil {
 			p.dec.stop()
 		}
+		re.partials.Add(-1)
 	}
 	re.bySender[from] = nil
 	re.bytes[from] = 0

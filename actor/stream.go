@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"unsafe"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -28,6 +29,9 @@ type streamDec struct {
 	// back, canBack that it may.
 	last          byte
 	back, canBack bool
+	// populated is the end address of the last field populate was asked
+	// for (an address only: one past a buffer's end may be another's).
+	populated uintptr
 
 	yield func(struct{}) bool
 	next  func() (struct{}, bool)
@@ -89,6 +93,10 @@ func (s *streamDec) feed(b []byte, last bool) error {
 	return nil
 }
 
+// populateMin is the least read into which streamDec faults the pages
+// ahead of the copies (populate).
+const populateMin = 1 << 20
+
 // fill waits, suspended, for a piece with bytes; false: the message was
 // given up.
 func (s *streamDec) fill() bool {
@@ -113,6 +121,15 @@ func (s *streamDec) Read(b []byte) (int, error) {
 	}
 	if !s.fill() {
 		return 0, io.ErrUnexpectedEOF
+	}
+	if len(b) >= populateMin && len(b) > len(s.cur) {
+		// A large field whose rest is still to come: its pages are
+		// faulted in meanwhile, once (io.ReadFull reads it in turns,
+		// each ending where the field does).
+		if end := uintptr(unsafe.Pointer(unsafe.SliceData(b))) + uintptr(len(b)); end != s.populated {
+			s.populated = end
+			populate(b[len(s.cur):])
+		}
 	}
 	k := copy(b, s.cur)
 	s.cur = s.cur[k:]
