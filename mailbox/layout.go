@@ -14,6 +14,16 @@ import "github.com/rdmactor/rdmactor/gin"
 //	  peers put frames here                     this rank encodes here, at the offset the
 //	                                            frame will have in the receiver's inbox
 //
+// Memory: nothing writes a ring before its pair carries a frame (New and
+// Start touch no ring), so on shm, whose windows are shared-memory files, a
+// rank's window commits pages only for the inbox rings of the peers that
+// sent to it and the staging rings of the peers it sent to: at most
+// 2 × RingBytes per peer it exchanges messages with
+// (TestRingsCommitOnFirstUse). The address space it maps, its own window
+// and every peer's, is N × 2 × N × RingBytes whatever the traffic; on a
+// provider that pins registered memory (verbs without on-demand paging)
+// the whole window is pinned. See docs/scaling.md.
+//
 // Signals, from SignalBase: Size frame signals (SignalBase+s counts the
 // frames rank s put into this rank's inbox: each put adds the number of
 // frames it carries with SignalAdd), then Size credit signals

@@ -1,0 +1,368 @@
+// Command plot turns the records of cmd/rdmascale into the PNG plots of
+// docs/scaling.md and prints the cost models fitted to them, extrapolated
+// to 1,024 and 16,384 ranks, as a Markdown table.
+//
+//	go run . -in data.jsonl -out dir
+//
+// It is a module of its own so that gonum/plot is not a dependency of
+// rdmactor. Each model has the form its algorithm gives (see modelSpecs);
+// its coefficients are a least-squares fit to the measured points of one
+// mode (ranks as processes, or as goroutines), so they describe the host
+// that ran the measurement.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+)
+
+// record is one line of rdmascale's output.
+type record struct {
+	Mode   string  `json:"mode"`
+	N      int     `json:"n"`
+	Metric string  `json:"metric"`
+	X      float64 `json:"x"`
+	Value  float64 `json:"value"`
+	Unit   string  `json:"unit"`
+}
+
+// extrapolateTo are the world sizes the models are carried to.
+var extrapolateTo = []float64{1024, 16384}
+
+// model is y = a + b*f(n), fitted by least squares with b >= 0.
+type model struct {
+	name string
+	term string // f's formula, for the table
+	f    func(n float64) float64
+	a, b float64
+	ok   bool
+}
+
+func (m model) at(n float64) float64 { return m.a + m.b*m.f(n) }
+
+func fit(name, term string, f func(float64) float64, pts plotter.XYs) model {
+	m := model{name: name, term: term, f: f}
+	if len(pts) < 2 {
+		return m
+	}
+	var sx, sy, sxx, sxy float64
+	for _, p := range pts {
+		x := f(p.X)
+		sx += x
+		sy += p.Y
+		sxx += x * x
+		sxy += x * p.Y
+	}
+	k := float64(len(pts))
+	d := k*sxx - sx*sx
+	if d == 0 {
+		return m
+	}
+	m.b = (k*sxy - sx*sy) / d
+	m.a = (sy - m.b*sx) / k
+	if m.b < 0 {
+		// No cost here falls as ranks are added: a falling fit is noise
+		// (an oversubscribed host), so the model is the mean.
+		m.a, m.b = sy/k, 0
+	}
+	m.ok = true
+	return m
+}
+
+func log2ceil(n float64) float64 { return math.Ceil(math.Log2(n)) }
+
+func main() {
+	log.SetFlags(0)
+	in := flag.String("in", "data.jsonl", "rdmascale records")
+	out := flag.String("out", ".", "directory for the PNGs")
+	flag.Parse()
+	recs, err := read(*in)
+	if err != nil {
+		log.Fatal(err)
+	}
+	d := data(recs)
+	var models []model
+	models = append(models, memoryPlot(d, filepath.Join(*out, "memory.png"))...)
+	models = append(models, putPlot(d, filepath.Join(*out, "put.png"))...)
+	models = append(models, barrierPlot(d, filepath.Join(*out, "barrier.png"))...)
+	models = append(models, actorPlot(d, filepath.Join(*out, "actor.png"))...)
+	table(os.Stdout, models)
+}
+
+func read(path string) ([]record, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []record
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var r record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		out = append(out, r)
+	}
+	return out, sc.Err()
+}
+
+// dataset indexes records by mode and metric: points (N or X, value).
+type dataset map[string]map[string][]record
+
+func data(recs []record) dataset {
+	d := dataset{}
+	for _, r := range recs {
+		if d[r.Mode] == nil {
+			d[r.Mode] = map[string][]record{}
+		}
+		d[r.Mode][r.Metric] = append(d[r.Mode][r.Metric], r)
+	}
+	return d
+}
+
+// byN is metric of mode against N, scaled by scale, sorted by N; a later
+// record for the same N replaces an earlier one.
+func (d dataset) byN(mode, metric string, scale float64) plotter.XYs {
+	last := map[int]float64{}
+	for _, r := range d[mode][metric] {
+		last[r.N] = r.Value * scale
+	}
+	var pts plotter.XYs
+	for n, v := range last {
+		pts = append(pts, plotter.XY{X: float64(n), Y: v})
+	}
+	sort.Slice(pts, func(i, j int) bool { return pts[i].X < pts[j].X })
+	return pts
+}
+
+var modes = []string{"process", "goroutine"}
+
+func newPlot(title, x, y string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = x
+	p.Y.Label.Text = y
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Add(plotter.NewGrid())
+	return p
+}
+
+func logAxes(p *plot.Plot) {
+	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+}
+
+// series adds measured points (solid, with marks) and, when m fits, the
+// model from the first point to 16,384 ranks (dashed).
+func series(p *plot.Plot, i int, label string, pts plotter.XYs, m *model) {
+	if len(pts) == 0 {
+		return
+	}
+	l, s, err := plotter.NewLinePoints(pts)
+	if err != nil {
+		log.Fatal(err)
+	}
+	l.Color, s.Color, s.Shape = plotutil.Color(i), plotutil.Color(i), plotutil.Shape(i)
+	p.Add(l, s)
+	p.Legend.Add(label, l, s)
+	if m == nil || !m.ok {
+		return
+	}
+	var xs plotter.XYs
+	for n := pts[0].X; n <= 16384; n *= 2 {
+		if v := m.at(n); v > 0 {
+			xs = append(xs, plotter.XY{X: n, Y: v})
+		}
+	}
+	if len(xs) < 2 {
+		return
+	}
+	ml, err := plotter.NewLine(xs)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ml.Color, ml.Dashes = plotutil.Color(i), []vg.Length{vg.Points(4), vg.Points(3)}
+	p.Add(ml)
+}
+
+func save(p *plot.Plot, path string) {
+	if err := p.Save(7*vg.Inch, 4.5*vg.Inch, path); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func linear(n float64) float64    { return n }
+func quadratic(n float64) float64 { return n * n }
+
+// memoryPlot: MiB per rank against N, after the actor traffic.
+func memoryPlot(d dataset, path string) []model {
+	p := newPlot("Memory per rank (each rank exchanges messages with 2 peers)", "ranks N", "MiB per rank")
+	logAxes(p)
+	const mib = 1.0 / (1 << 20)
+	var ms []model
+	i := 0
+	for _, mode := range modes {
+		for _, s := range []struct {
+			metric, label, term string
+			f                   func(float64) float64
+		}{
+			{"mem_shm_committed_traffic", "shm committed", "N", linear},
+			{"mem_heap_traffic", "Go heap", "N", linear},
+			{"mem_mapped_traffic", "shm mapped (address space)", "N²", quadratic},
+			{"mem_mailbox_window_traffic", "mailbox window (nominal)", "N", linear},
+		} {
+			pts := d.byN(mode, s.metric, mib)
+			m := fit(fmt.Sprintf("%s, %s (MiB/rank)", s.label, mode), s.term, s.f, pts)
+			series(p, i, s.label+" ("+mode+")", pts, &m)
+			ms = append(ms, m)
+			i++
+		}
+	}
+	save(p, path)
+	return ms
+}
+
+// putPlot: ns per 8 B put+signal against the signals in use, per N.
+func putPlot(d dataset, path string) []model {
+	p := newPlot("Put + signal, 8 B, rank 0 to rank 1", "signal indices in use towards the peer", "ns per put")
+	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	p.Y.Min = 0
+	i := 0
+	var ms []model
+	for _, mode := range modes {
+		byN := map[int]plotter.XYs{}
+		for _, r := range d[mode]["put_ns"] {
+			byN[r.N] = append(byN[r.N], plotter.XY{X: r.X, Y: r.Value})
+		}
+		var ns []int
+		for n := range byN {
+			ns = append(ns, n)
+		}
+		sort.Ints(ns)
+		var all plotter.XYs
+		for _, n := range ns {
+			pts := byN[n]
+			sort.Slice(pts, func(a, b int) bool { return pts[a].X < pts[b].X })
+			series(p, i, fmt.Sprintf("N=%d (%s)", n, mode), pts, nil)
+			all = append(all, pts...)
+			i++
+		}
+		ms = append(ms, fit("put+signal, "+mode+" (ns)", "k", linear, all))
+	}
+	p.Legend.Top, p.Legend.Left = false, false
+	save(p, path)
+	return ms
+}
+
+// barrierPlot: µs per barrier against N, flat and dissemination.
+func barrierPlot(d dataset, path string) []model {
+	p := newPlot("Barrier latency (world team, FenceNone)", "ranks N", "µs per barrier")
+	logAxes(p)
+	var ms []model
+	i := 0
+	for _, mode := range modes {
+		flat := d.byN(mode, "barrier_flat_ns", 1e-3)
+		mf := fit("barrier flat, "+mode+" (µs)", "N-1", func(n float64) float64 { return n - 1 }, flat)
+		series(p, i, "flat ("+mode+")", flat, &mf)
+		diss := d.byN(mode, "barrier_dissemination_ns", 1e-3)
+		md := fit("barrier dissemination, "+mode+" (µs)", "⌈log2 N⌉", log2ceil, diss)
+		series(p, i+1, "dissemination ("+mode+")", diss, &md)
+		ms = append(ms, mf, md)
+		i += 2
+	}
+	save(p, path)
+	return ms
+}
+
+// actorPlot: round trip (µs) and messages per second per rank against N,
+// on two panels.
+func actorPlot(d dataset, path string) []model {
+	rtt := newPlot("Actor request/response round trip, rank 0 to rank N-1", "ranks N", "µs")
+	logAxes(rtt)
+	tput := newPlot("Actor throughput, every rank to its 2 neighbours", "ranks N", "messages/s received per rank")
+	logAxes(tput)
+	var ms []model
+	for i, mode := range modes {
+		pts := d.byN(mode, "actor_rtt_ns", 1e-3)
+		m := fit("actor round trip, "+mode+" (µs)", "N", linear, pts)
+		series(rtt, i, mode, pts, &m)
+		tp := d.byN(mode, "actor_msgs_per_s", 1)
+		// Time per message grows with N (the receive loop's wait covers
+		// every sender's signal): model 1/throughput = a + b*N.
+		var inv plotter.XYs
+		for _, q := range tp {
+			inv = append(inv, plotter.XY{X: q.X, Y: 1e6 / q.Y})
+		}
+		mi := fit("actor µs per message received, "+mode, "N", linear, inv)
+		series(tput, i, mode, tp, nil)
+		if mi.ok && len(tp) > 0 {
+			var xs plotter.XYs
+			for n := tp[0].X; n <= 16384; n *= 2 {
+				if v := mi.at(n); v > 0 {
+					xs = append(xs, plotter.XY{X: n, Y: 1e6 / v})
+				}
+			}
+			if len(xs) > 1 {
+				l, err := plotter.NewLine(xs)
+				if err != nil {
+					log.Fatal(err)
+				}
+				l.Color, l.Dashes = plotutil.Color(i), []vg.Length{vg.Points(4), vg.Points(3)}
+				tput.Add(l)
+			}
+		}
+		ms = append(ms, m, mi)
+	}
+	c := vgimgCanvas(7*vg.Inch, 2*4.5*vg.Inch)
+	tiles := draw.Tiles{Rows: 2, Cols: 1, PadY: vg.Points(8)}
+	canvases := plot.Align([][]*plot.Plot{{rtt}, {tput}}, tiles, draw.New(c))
+	rtt.Draw(canvases[0][0])
+	tput.Draw(canvases[1][0])
+	writePNG(c, path)
+	return ms
+}
+
+// table prints the models: formula, fitted coefficients, and the values
+// at 1,024 and 16,384 ranks.
+func table(w *os.File, ms []model) {
+	fmt.Fprintln(w, "| figure | model | a | b | at 1,024 | at 16,384 |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|")
+	for _, m := range ms {
+		if !m.ok {
+			continue
+		}
+		fmt.Fprintf(w, "| %s | a + b·%s | %.3g | %.3g | %.3g | %.3g |\n",
+			m.name, m.term, m.a, m.b, m.at(extrapolateTo[0]), m.at(extrapolateTo[1]))
+	}
+}
+
+func vgimgCanvas(w, h vg.Length) *vgimg.Canvas { return vgimg.New(w, h) }
+
+func writePNG(c *vgimg.Canvas, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := (vgimg.PngCanvas{Canvas: c}).WriteTo(f); err != nil {
+		log.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		log.Fatal(err)
+	}
+}
