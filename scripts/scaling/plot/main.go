@@ -210,45 +210,66 @@ func save(p *plot.Plot, path string) {
 func linear(n float64) float64    { return n }
 func quadratic(n float64) float64 { return n * n }
 
-// memoryPlot: MiB per rank against N, after the actor traffic.
+// both is metric against N from the processes where they ran and from the
+// goroutine runs above that: for per-rank figures that do not depend on
+// how ranks are hosted (shm pages and mappings).
+func (d dataset) both(metric string, scale float64) plotter.XYs {
+	pts := d.byN("process", metric, scale)
+	top := 0.0
+	for _, p := range pts {
+		top = max(top, p.X)
+	}
+	for _, p := range d.byN("goroutine", metric, scale) {
+		if p.X > top {
+			pts = append(pts, p)
+		}
+	}
+	return pts
+}
+
+// memoryPlot: MiB per rank against N.
 func memoryPlot(d dataset, path string) []model {
 	p := newPlot("Memory per rank (each rank exchanges messages with 2 peers)", "ranks N", "MiB per rank")
 	logAxes(p)
 	const mib = 1.0 / (1 << 20)
 	var ms []model
-	i := 0
-	for _, mode := range modes {
-		for _, s := range []struct {
-			metric, label, term string
-			f                   func(float64) float64
-		}{
-			{"mem_shm_committed_traffic", "shm committed", "N", linear},
-			{"mem_heap_traffic", "Go heap", "N", linear},
-			{"mem_mapped_traffic", "shm mapped (address space)", "N²", quadratic},
-			{"mem_mailbox_window_traffic", "mailbox window (nominal)", "N", linear},
-		} {
-			pts := d.byN(mode, s.metric, mib)
-			m := fit(fmt.Sprintf("%s, %s (MiB/rank)", s.label, mode), s.term, s.f, pts)
-			series(p, i, s.label+" ("+mode+")", pts, &m)
-			ms = append(ms, m)
-			i++
-		}
+	for i, s := range []struct {
+		label, term string
+		pts         plotter.XYs
+		f           func(float64) float64
+	}{
+		{"shm committed, after setup", "N", d.both("mem_shm_committed_start", mib), linear},
+		{"shm committed, after traffic", "N", d.both("mem_shm_committed_traffic", mib), linear},
+		{"shm mapped (address space)", "N²", d.both("mem_mapped_traffic", mib), quadratic},
+		{"mailbox window (nominal)", "N", d.both("mem_mailbox_window_traffic", mib), linear},
+		{"Go heap (process)", "N", d.byN("process", "mem_heap_traffic", mib), linear},
+		{"Go heap / N (goroutine)", "N", d.byN("goroutine", "mem_heap_traffic", mib), linear},
+	} {
+		m := fit(s.label+" (MiB/rank)", s.term, s.f, s.pts)
+		series(p, i, s.label, s.pts, &m)
+		ms = append(ms, m)
 	}
 	save(p, path)
 	return ms
 }
 
-// putPlot: ns per 8 B put+signal against the signals in use, per N.
+// putPlot: ns per 8 B put+signal against the signals in use, per N (top),
+// and against N at 1 and 128 signals in use (bottom).
 func putPlot(d dataset, path string) []model {
-	p := newPlot("Put + signal, 8 B, rank 0 to rank 1", "signal indices in use towards the peer", "ns per put")
-	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
-	p.Y.Min = 0
+	top := newPlot("Put + signal, 8 B, rank 0 to rank 1", "signal indices in use towards the peer", "ns per put")
+	top.X.Scale, top.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	top.Y.Min = 0
+	bottom := newPlot("Put + signal against ranks", "ranks N", "ns per put")
+	bottom.X.Scale, bottom.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	bottom.Y.Min = 0
 	i := 0
 	var ms []model
-	for _, mode := range modes {
+	for mi, mode := range modes {
 		byN := map[int]plotter.XYs{}
+		at := map[float64]plotter.XYs{}
 		for _, r := range d[mode]["put_ns"] {
 			byN[r.N] = append(byN[r.N], plotter.XY{X: r.X, Y: r.Value})
+			at[r.X] = append(at[r.X], plotter.XY{X: float64(r.N), Y: r.Value})
 		}
 		var ns []int
 		for n := range byN {
@@ -259,15 +280,37 @@ func putPlot(d dataset, path string) []model {
 		for _, n := range ns {
 			pts := byN[n]
 			sort.Slice(pts, func(a, b int) bool { return pts[a].X < pts[b].X })
-			series(p, i, fmt.Sprintf("N=%d (%s)", n, mode), pts, nil)
+			if n <= 8 {
+				series(top, i, fmt.Sprintf("N=%d (%s)", n, mode), pts, nil)
+				i++
+			}
 			all = append(all, pts...)
-			i++
+		}
+		for j, k := range []float64{1, 128} {
+			pts := at[k]
+			sort.Slice(pts, func(a, b int) bool { return pts[a].X < pts[b].X })
+			series(bottom, 2*mi+j, fmt.Sprintf("%g signal(s) in use (%s)", k, mode), pts, nil)
 		}
 		ms = append(ms, fit("put+signal, "+mode+" (ns)", "k", linear, all))
 	}
-	p.Legend.Top, p.Legend.Left = false, false
-	save(p, path)
+	top.Legend.Top, top.Legend.Left = false, false
+	stack(path, top, bottom)
 	return ms
+}
+
+// stack draws plots one above the other into one PNG.
+func stack(path string, ps ...*plot.Plot) {
+	c := vgimgCanvas(7*vg.Inch, vg.Length(len(ps))*4.5*vg.Inch)
+	rows := make([][]*plot.Plot, len(ps))
+	for i, p := range ps {
+		rows[i] = []*plot.Plot{p}
+	}
+	tiles := draw.Tiles{Rows: len(ps), Cols: 1, PadY: vg.Points(8)}
+	canvases := plot.Align(rows, tiles, draw.New(c))
+	for i, p := range ps {
+		p.Draw(canvases[i][0])
+	}
+	writePNG(c, path)
 }
 
 // barrierPlot: µs per barrier against N, flat and dissemination.
@@ -329,12 +372,7 @@ func actorPlot(d dataset, path string) []model {
 		}
 		ms = append(ms, m, mi)
 	}
-	c := vgimgCanvas(7*vg.Inch, 2*4.5*vg.Inch)
-	tiles := draw.Tiles{Rows: 2, Cols: 1, PadY: vg.Points(8)}
-	canvases := plot.Align([][]*plot.Plot{{rtt}, {tput}}, tiles, draw.New(c))
-	rtt.Draw(canvases[0][0])
-	tput.Draw(canvases[1][0])
-	writePNG(c, path)
+	stack(path, rtt, tput)
 	return ms
 }
 
