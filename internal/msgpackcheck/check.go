@@ -4,7 +4,6 @@
 package msgpackcheck
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 )
@@ -36,46 +35,16 @@ func Check(b []byte) error {
 		}
 		need--
 		t := b[pos]
-		pos++
-		var size, items uint64 // payload bytes, nested values
-		switch {
-		case t <= 0x7f || t >= 0xe0, t == 0xc0, t == 0xc2, t == 0xc3: // fixints, nil, bools
-		case t >= 0x80 && t <= 0x8f:
-			items = 2 * uint64(t&0x0f)
-		case t >= 0x90 && t <= 0x9f:
-			items = uint64(t & 0x0f)
-		case t >= 0xa0 && t <= 0xbf:
-			size = uint64(t & 0x1f)
-		default:
-			n, w, multi, ok := varLen(t)
-			if !ok {
-				return fmt.Errorf("msgpack type byte %#02x at byte %d: %w", t, pos-1, ErrFormat)
-			}
-			if w > 0 {
-				if len(b)-pos < w {
-					return fmt.Errorf("%w: length field at byte %d", ErrLength, pos)
-				}
-				switch w {
-				case 1:
-					n = uint64(b[pos])
-				case 2:
-					n = uint64(binary.BigEndian.Uint16(b[pos:]))
-				case 4:
-					n = uint64(binary.BigEndian.Uint32(b[pos:]))
-				}
-				pos += w
-			}
-			switch multi {
-			case 0:
-				size = n
-			case 1:
-				items = n
-			case 2:
-				items = 2 * n
-			case 3: // ext: a type byte, then n bytes
-				size = n + 1
-			}
+		w, err := lengthWidth(t, uint64(pos))
+		if err != nil {
+			return err
 		}
+		pos++
+		if len(b)-pos < w {
+			return fmt.Errorf("%w: length field at byte %d", ErrLength, pos)
+		}
+		size, items := lengths(b[pos-1 : pos+w]) // payload bytes, nested values
+		pos += w
 		if size > uint64(len(b)-pos) {
 			return fmt.Errorf("%w: %d bytes declared at byte %d, %d left", ErrLength, size, pos, len(b)-pos)
 		}

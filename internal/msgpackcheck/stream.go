@@ -46,13 +46,11 @@ func (s *Stream) Feed(b []byte) error {
 			return nil
 		}
 		if s.nh == 0 {
-			t := b[pos]
-			s.want = 1
-			if _, w, _, ok := varLen(t); ok {
-				s.want += w
-			} else if !fixed(t) {
-				return fmt.Errorf("msgpack type byte %#02x at byte %d: %w", t, base+uint64(pos), ErrFormat)
+			w, err := lengthWidth(b[pos], base+uint64(pos))
+			if err != nil {
+				return err
 			}
+			s.want = 1 + w
 		}
 		for s.nh < s.want && pos < len(b) {
 			s.hdr[s.nh] = b[pos]
@@ -85,9 +83,16 @@ func (s *Stream) End() error {
 	return nil
 }
 
-// fixed reports the type bytes whose size is in the byte itself.
-func fixed(t byte) bool {
-	return t <= 0x9f || t >= 0xa0 && t <= 0xbf || t >= 0xe0 || t == 0xc0 || t == 0xc2 || t == 0xc3
+// lengthWidth returns the width of the length field after type byte t
+// (at byte at), or ErrFormat for a byte that starts no msgpack value.
+func lengthWidth(t byte, at uint64) (int, error) {
+	if _, w, _, ok := varLen(t); ok {
+		return w, nil
+	}
+	if t <= 0x9f || t >= 0xa0 && t <= 0xbf || t >= 0xe0 || t == 0xc0 || t == 0xc2 || t == 0xc3 {
+		return 0, nil // fixints, fixmaps, fixarrays, fixstrs, nil, bools
+	}
+	return 0, fmt.Errorf("msgpack type byte %#02x at byte %d: %w", t, at, ErrFormat)
 }
 
 // lengths returns the payload bytes and nested values that the type byte
