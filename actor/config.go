@@ -30,11 +30,12 @@ type Config struct {
 	SlowQueue int
 	// MaxMessage is the largest encoded message, in bytes, that crosses
 	// ranks; default DefaultMaxMessage. A message larger than a mailbox
-	// frame (Mailbox.MaxFrame) crosses in pieces that the receiver puts
-	// together; one over MaxMessage is ErrMessageTooLarge at the sender,
-	// found while encoding (the encoding stops at the limit) or before it
-	// for generated and protobuf codecs, which know their size. Every rank
-	// passes the same value: a receiver drops pieces of a larger message.
+	// frame (Mailbox.MaxFrame) crosses in pieces, decoded as they arrive
+	// (docs/actors.md, Large messages); one over MaxMessage is
+	// ErrMessageTooLarge at the sender, found before anything is sent (a
+	// counting pass that stops at the limit, or the size generated and
+	// protobuf codecs know). Every rank passes the same value: a receiver
+	// drops pieces of a larger message.
 	MaxMessage int
 	// MaxInbound bounds, in bytes, the messages from other ranks that this
 	// rank has decoded and handed to actors but that those actors have
