@@ -83,3 +83,8 @@ if [ -f /usr/include/rdma/fabric.h ]; then
 else
   echo "libfabric-dev could not be installed: ofi tests skipped"
 fi
+
+echo "== Slurm: srun -n 4 on a one-node cluster started here (scripts/slurm.sh)"
+# Debian's slurmctld, slurmd and munge in a temporary directory, about a
+# minute with the install; skipped, saying why, without root or apt-get.
+scripts/slurm.sh
