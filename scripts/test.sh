@@ -88,3 +88,15 @@ echo "== Slurm: srun -n 4 on a one-node cluster started here (scripts/slurm.sh)"
 # Debian's slurmctld, slurmd and munge in a temporary directory, about a
 # minute with the install; skipped, saying why, without root or apt-get.
 scripts/slurm.sh
+
+# ---- Two hosts: the auto transport (transport/rdma/hybrid, docs/multihost.md) ----
+# Mixed Comms in one process (host ids A, A, B, B: shm within, ofi between),
+# then scripts/twohosts.sh: two network namespaces joined by a veth pair
+# stand for two hosts, 2 ranks in each, running the examples unchanged.
+if [ -f /usr/include/rdma/fabric.h ]; then
+  echo "== auto transport (build tag ofi): mixed Comms, then two hosts in network namespaces"
+  go test -race -tags ofi -timeout 15m "$@" ./transport/rdma/hybrid/...
+  go test -tags ofi -timeout 15m "$@" ./transport/rdma/hybrid/...
+  scripts/twohosts.sh
+fi
+# ---- end two hosts ----
