@@ -32,7 +32,8 @@
 //     shared-memory files mapped, its own and its imports of every peer's:
 //     virtual address space) and maps (how many mappings those are);
 //     mailbox_window (the window's nominal size,
-//     mailbox.WindowBytes); heap (Go heap in use); rss and pss (from
+//     mailbox.WindowBytes); heap (Go heap in use; with processes also
+//     heap_max, the largest rank's, rank 0's); rss and pss (from
 //     /proc/self/smaps_rollup). With goroutine ranks, process-wide figures
 //     (mapped, maps, heap, rss, pss) are divided by N.
 //

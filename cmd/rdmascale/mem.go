@@ -32,6 +32,7 @@ type usage struct {
 func (j *job) memory(ctx context.Context, phase string, node *actor.Node) error {
 	window := mailbox.WindowBytes(j.n, node.Mailbox().Config().RingBytes)
 	var u usage
+	heapMax := 0.0 // the largest rank's: rank 0 serves the control plane
 	if j.mode == "goroutine" {
 		if j.me != 0 {
 			return nil
@@ -52,6 +53,7 @@ func (j *job) memory(ctx context.Context, phase string, node *actor.Node) error 
 			u.Mapped += v.Mapped / float64(j.n)
 			u.Maps += v.Maps / float64(j.n)
 			u.Heap += v.Heap / float64(j.n)
+			heapMax = max(heapMax, v.Heap)
 			u.RSS += v.RSS / float64(j.n)
 			u.PSS += v.PSS / float64(j.n)
 		}
@@ -72,6 +74,9 @@ func (j *job) memory(ctx context.Context, phase string, node *actor.Node) error 
 			unit = "count"
 		}
 		j.add("mem_"+f.name+"_"+phase, 0, f.v, unit)
+	}
+	if heapMax > 0 {
+		j.add("mem_heap_max_"+phase, 0, heapMax, "B")
 	}
 	return nil
 }

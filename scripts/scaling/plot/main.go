@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -240,12 +241,23 @@ func memoryPlot(d dataset, path string) []model {
 	}{
 		{"shm committed, after setup", "N", d.both("mem_shm_committed_start", mib), linear},
 		{"shm committed, after traffic", "N", d.both("mem_shm_committed_traffic", mib), linear},
+		{"Go heap, rank 0 (process)", "N", d.byN("process", "mem_heap_max_traffic", mib), linear},
 		{"shm mapped (address space)", "N²", d.both("mem_mapped_traffic", mib), quadratic},
 		{"mailbox window (nominal)", "N", d.both("mem_mailbox_window_traffic", mib), linear},
-		{"Go heap (process)", "N", d.byN("process", "mem_heap_traffic", mib), linear},
+		{"Go heap, mean (process)", "N", d.byN("process", "mem_heap_traffic", mib), linear},
 		{"Go heap / N (goroutine)", "N", d.byN("goroutine", "mem_heap_traffic", mib), linear},
 	} {
-		m := fit(s.label+" (MiB/rank)", s.term, s.f, s.pts)
+		fitted := s.pts
+		if strings.HasPrefix(s.label, "shm committed") {
+			// A rank of 2 has one neighbour, the others two: fit from 3 on.
+			fitted = nil
+			for _, q := range s.pts {
+				if q.X >= 3 {
+					fitted = append(fitted, q)
+				}
+			}
+		}
+		m := fit(s.label+" (MiB/rank)", s.term, s.f, fitted)
 		series(p, i, s.label, s.pts, &m)
 		ms = append(ms, m)
 	}
