@@ -254,3 +254,60 @@ func recvEvent(t *testing.T, c chan *UndeliverableEvent) *UndeliverableEvent {
 	}
 	return nil
 }
+
+// Past MaxInbound a large message is held at its first piece, which
+// stays in the ring until its actor catches up; then every message
+// arrives whole and in order.
+func TestLargeHeld(t *testing.T) {
+	nodes, err := StartLocal(t.Context(), 2, Config{MaxInbound: 1 << 20})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		for _, n := range nodes {
+			n.Close()
+		}
+	})
+	gate := make(chan struct{})
+	got := make(chan *bigRefl, 4)
+	_, err = nodes[1].SpawnNamed(PropsFromFunc(func(c Context) {
+		if m, ok := c.Message().(*bigRefl); ok {
+			<-gate
+			got <- m
+		}
+	}), "slow")
+	require.NoError(t, err)
+	target := nodes[0].PID(1, "slow")
+	var sent []*bigRefl
+	for i := range 3 {
+		sent = append(sent, &bigRefl{Name: fmt.Sprint(i), Data: pattern(2<<20, i+1)})
+	}
+	tells := make(chan error, 1)
+	go func() { // the sender blocks while its pair is held
+		for _, m := range sent {
+			if err := nodes[0].Tell(target, m); err != nil {
+				tells <- err
+				return
+			}
+		}
+		tells <- nil
+	}()
+	// The first is with the actor, the second waits for it (an actor
+	// with nothing waiting always gets one more), the third is held.
+	require.Eventually(t, func() bool { return nodes[1].Mailbox().Stats().Holds > 0 }, 10*time.Second, 5*time.Millisecond)
+	close(gate)
+	select {
+	case err := <-tells:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the sends never returned")
+	}
+	for _, want := range sent {
+		select {
+		case m := <-got:
+			require.Equal(t, want.Name, m.Name)
+			require.Equal(t, want.Data, m.Data)
+		case <-time.After(30 * time.Second):
+			t.Fatal("a held message never arrived")
+		}
+	}
+	requireNoPartials(t, nodes[1])
+}
