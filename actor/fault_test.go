@@ -207,26 +207,22 @@ func roleFault() error {
 	}
 	var terminatedMu sync.Mutex
 	terminated := map[string]int{}
+	var unexpected []*actor.Terminated
 	allTerminated := make(chan struct{}, 16)
-	watcher := n.Spawn(actor.PropsFromFunc(func(c actor.Context) {
-		switch m := c.Message().(type) {
-		case *actor.PID:
-			c.Watch(m)
-			c.Respond(true)
-		case *actor.Terminated:
-			if m.Why != actor.TerminatedAddressTerminated || m.Who.Address != actor.AddressOf(victim) {
-				fmt.Printf("rank %d: unexpected %v\n", n.Rank(), m)
-				return
-			}
-			terminatedMu.Lock()
-			terminated[m.Who.Id]++
-			all := len(terminated) == len(watched)
+	watcher := spawnWatcher(n, func(m *actor.Terminated) {
+		terminatedMu.Lock()
+		if m.Why != actor.TerminatedAddressTerminated || m.Who.Address != actor.AddressOf(victim) {
+			unexpected = append(unexpected, m)
 			terminatedMu.Unlock()
-			if all {
-				allTerminated <- struct{}{}
-			}
+			return
 		}
-	}))
+		terminated[m.Who.Id]++
+		all := len(terminated) == len(watched)
+		terminatedMu.Unlock()
+		if all {
+			allTerminated <- struct{}{}
+		}
+	})
 	if err := n.Barrier(ctx); err != nil { // every actor is spawned
 		return err
 	}
@@ -271,6 +267,10 @@ func roleFault() error {
 		return err
 	}
 	terminatedMu.Lock()
+	if len(unexpected) > 0 {
+		terminatedMu.Unlock()
+		return fmt.Errorf("Terminated other than AddressTerminated of rank %d's actors: %v", victim, unexpected)
+	}
 	for _, name := range watched {
 		if terminated[name] != 1 {
 			terminatedMu.Unlock()

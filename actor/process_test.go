@@ -142,15 +142,7 @@ func watchRankTwo(ctx context.Context, depth int) (*actor.Node, chan *actor.Term
 		return nil, nil, nil, err
 	}
 	terminated := make(chan *actor.Terminated, depth)
-	watcher := n.Spawn(actor.PropsFromFunc(func(c actor.Context) {
-		switch m := c.Message().(type) {
-		case *actor.PID:
-			c.Watch(m)
-			c.Respond(true)
-		case *actor.Terminated:
-			terminated <- m
-		}
-	}))
+	watcher := spawnWatcher(n, func(m *actor.Terminated) { terminated <- m })
 	victim := n.PID(2, "echo")
 	if n.Rank() != 2 {
 		if _, err := n.Root().RequestFuture(watcher, victim, 10*time.Second).Result(); err != nil {
@@ -158,4 +150,19 @@ func watchRankTwo(ctx context.Context, depth int) (*actor.Node, chan *actor.Term
 		}
 	}
 	return n, terminated, victim, nil
+}
+
+// spawnWatcher spawns an actor that watches each PID it is asked to
+// (answering true once the watch is sent) and hands every Terminated it
+// gets to terminated, in its own goroutine.
+func spawnWatcher(n *actor.Node, terminated func(*actor.Terminated)) *actor.PID {
+	return n.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		switch m := c.Message().(type) {
+		case *actor.PID:
+			c.Watch(m)
+			c.Respond(true)
+		case *actor.Terminated:
+			terminated(m)
+		}
+	}))
 }
