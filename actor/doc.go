@@ -100,10 +100,10 @@
 // ErrRankGone (Node.Gone says why). A rank goes when:
 //
 //   - its node closes (Node.Close tells every rank);
-//   - its process dies: gin reports the lost rank (gin.ErrPeerLost); and
-//     since a gin.Comm fails every put and wait once any rank is lost, the
-//     node can reach no other rank either, so every other rank goes too
-//     (with a reason that says so);
+//   - its process dies: gin reports the lost rank (gin.ErrPeerLost); the
+//     node's Comm runs with gin.FailPeer, so the other ranks stay
+//     reachable, and requests pending towards the lost one fail at once
+//     (docs/actors.md, A killed rank);
 //   - its ring into this rank held a corrupt frame.
 //
 // # Implementation
