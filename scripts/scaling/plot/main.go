@@ -341,6 +341,35 @@ func barrierPlot(d dataset, path string) []model {
 		ms = append(ms, mf, md)
 		i += 2
 	}
+	// The same forms with coefficients from 2 processes, where each rank
+	// has a core: a flat barrier is one signal latency plus N-1 posts, a
+	// dissemination barrier ⌈log2 N⌉ rounds of a post and a latency. The
+	// latency is the 2-rank barrier less its one post.
+	post := 0.0
+	for _, r := range d["process"]["put_ns"] {
+		if r.N == 2 && r.X == 1 {
+			post = r.Value * 1e-3
+		}
+	}
+	if two := d.byN("process", "barrier_flat_ns", 1e-3); post > 0 && len(two) > 0 && two[0].X == 2 {
+		lat := max(two[0].Y-post, 0)
+		mf := model{name: "barrier flat, from 2 processes (µs)", term: "N-1", f: func(n float64) float64 { return n - 1 }, a: lat, b: post, ok: true}
+		md := model{name: "barrier dissemination, from 2 processes (µs)", term: "⌈log2 N⌉", f: log2ceil, b: lat + post, ok: true}
+		for j, m := range []model{mf, md} {
+			var xs plotter.XYs
+			for n := 2.0; n <= 16384; n *= 2 {
+				xs = append(xs, plotter.XY{X: n, Y: m.at(n)})
+			}
+			l, err := plotter.NewLine(xs)
+			if err != nil {
+				log.Fatal(err)
+			}
+			l.Color, l.Dashes = plotutil.Color(4+j), []vg.Length{vg.Points(1), vg.Points(2)}
+			p.Add(l)
+			p.Legend.Add(m.name[:len(m.name)-5], l)
+			ms = append(ms, m)
+		}
+	}
 	save(p, path)
 	return ms
 }
