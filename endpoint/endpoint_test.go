@@ -509,3 +509,28 @@ func TestManyEndpointsConcurrentOrder(t *testing.T) {
 		last[pr] = w.Len
 	}
 }
+
+func TestDoorbellRelistsEntriesPublishedAfterItsBound(t *testing.T) {
+	// An entry whose ticket is above the bound a doorbell round read (its
+	// publisher took the ticket after the round began) stays unposted in
+	// that round, and its endpoint goes back on the work list, so the next
+	// round posts it: nobody else would list it, since its publisher found
+	// the endpoint listed.
+	p := &fakeProvider{inline: true}
+	m := newTestManager(t, p, Config{})
+	g, _ := m.Group(0, 1)
+	e, err := g.Endpoint(2)
+	require.NoError(t, err)
+	require.NoError(t, e.post(signalled(1), nil))
+	seq := e.sq.ready.Load() - 1
+	e.sq.tickets[seq&e.sq.mask] = g.tickets.Load() + 1 // as if taken after the bound
+	require.True(t, g.posting.CompareAndSwap(false, true))
+	require.NoError(t, g.postMerged())
+	g.posting.Store(false)
+	assert.Empty(t, p.qps[0].posted(), "above the bound: not posted in this round")
+	assert.Equal(t, []*Endpoint{e}, workList(g), "listed again for the next round")
+	g.tickets.Add(1) // the late publisher's ticket is now below a new round's bound
+	require.NoError(t, g.doorbell())
+	require.Len(t, p.qps[0].posted(), 1)
+	assert.Empty(t, workList(g))
+}
