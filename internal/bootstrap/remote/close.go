@@ -30,6 +30,14 @@ func (b *remoteBootstrap) Close() error {
 // close leaves the job and shuts the control plane down: once this rank's
 // Bootstraps, the shrunk ones included, are all closed.
 func (b *remoteBootstrap) close() error {
+	// The waits below end at one deadline, whatever the sends before them
+	// took (on a starved host, creating a connection can take long).
+	d := leaveWait
+	if b.cfg.Rank == 0 {
+		d = drainWait
+	}
+	wait := time.NewTimer(d)
+	defer wait.Stop()
 	at := b.Leave()
 	b.mu.Lock()
 	b.closing = true
@@ -40,14 +48,14 @@ func (b *remoteBootstrap) close() error {
 		b.system.Root.Send(b.coordPID, bye)
 		select {
 		case <-b.coord.drained:
-		case <-time.After(drainWait):
+		case <-wait.C:
 		}
 	case b.rank0Gone.fired():
 		// The ranks this one watches since rank 0 went learn it leaves.
 		if acked := b.leavePeers(at); acked != nil {
 			select {
 			case <-acked:
-			case <-time.After(leaveWait):
+			case <-wait.C:
 			}
 		}
 	default:
@@ -57,7 +65,7 @@ func (b *remoteBootstrap) close() error {
 		select {
 		case <-b.leaveAcked.c:
 		case <-b.rank0Gone.c:
-		case <-time.After(leaveWait):
+		case <-wait.C:
 		}
 	}
 	b.shutdown()

@@ -54,10 +54,10 @@ const (
 	keepaliveTime = 10 * time.Second       // gRPC pings on idle connections (dead hosts)
 
 	// CloseLimit bounds Close: what it waits for (below) and the shutdown
-	// after it, which takes a few ms.
+	// after it, which takes a few ms, with room for a loaded host.
 	CloseLimit = time.Second
-	leaveWait  = 500 * time.Millisecond // rank != 0: wait for the leave acknowledgment
-	drainWait  = 750 * time.Millisecond // rank 0: wait for the others to learn it leaves
+	leaveWait  = 400 * time.Millisecond // rank != 0: wait for the leave acknowledgments
+	drainWait  = 600 * time.Millisecond // rank 0: wait for the others to learn it leaves
 	stopWait   = 100 * time.Millisecond // wait for this rank's actors to stop
 )
 
