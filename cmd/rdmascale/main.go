@@ -8,11 +8,15 @@
 // One run measures on one gin.Comm per rank (shm), in this order: the
 // actor figures (memory first), the barriers, the puts.
 //
-//   - put_ns: a stream of 8 B Put + SignalInc(0) from rank 0 to rank 1,
-//     after k signal indices were used towards rank 1 (k from -sweep, each
-//     an SCEndpoint of the group); the least over -reps repetitions of
-//     the mean ns per put (a CPU-bound loop: other work on the host only
-//     adds to it). The other ranks wait in a control-plane barrier.
+//   - put_ns: a stream of 8 B Put + SignalInc(0) from rank 0 to rank 1 on
+//     context 1, after k signal indices were used towards rank 1 there (k
+//     from -sweep, each an SCEndpoint of the group); the least over -reps
+//     repetitions of the mean ns per put (a CPU-bound loop: other work on
+//     the host only adds to it). Runs of 256 puts alternate with as many
+//     on context 0, which has one signal in use: put_ratio is the median
+//     over the repetitions of context 1's time over context 0's, a figure
+//     a noisy host moves far less. The other ranks wait in a control-plane
+//     barrier.
 //   - barrier_flat_ns, barrier_dissemination_ns: one barrier.Session /
 //     barrier.DisseminationSession Sync on the world team, FenceNone, the
 //     mean over about a second of barriers, taken on the slowest rank.
@@ -38,7 +42,7 @@
 //     (mapped, maps, heap, rss, pss) are divided by N.
 //
 // Each record is one JSON line {"mode","n","metric","x","value","unit"}
-// appended to -out by rank 0 (x is k for put_ns, else 0).
+// appended to -out by rank 0 (x is k for put_ns and put_ratio, else 0).
 package main
 
 import (
@@ -171,7 +175,7 @@ func mailboxBase(n, maxK int) gin.Signal {
 }
 
 func ginConfig(n, maxK int) gin.Config {
-	return gin.Config{Signals: int(mailboxBase(n, maxK)) + mailbox.SignalsNeeded(n)}
+	return gin.Config{Signals: int(mailboxBase(n, maxK)) + mailbox.SignalsNeeded(n), Contexts: 2}
 }
 
 // job is what one rank measures with; rank 0 also writes the records.
@@ -238,46 +242,64 @@ func (j *job) write() error {
 
 // puts measures put_ns at rank 0 for every k of the sweep.
 func (j *job) puts(ctx context.Context) error {
-	if j.me == 0 {
-		var win *gin.Window
-		w, err := j.c.RegisterWindow(ctx, 4096, 0)
-		if err != nil {
-			return err
-		}
-		win = w
-		team := j.c.World()
-		put := func(sig int) error {
-			return j.x.Put(team, 1, win, 2048, win, 0, 8, gin.SignalInc(gin.Signal(sig)), gin.LocalNone)
-		}
-		inUse := 0
-		for _, k := range j.o.sweep {
-			for ; inUse < k; inUse++ {
-				if err := put(inUse); err != nil {
-					return err
-				}
-			}
-			reps := make([]float64, j.o.reps+1) // the first warms up
-			for i := range reps {
-				if err := j.x.Flush(ctx); err != nil {
-					return err
-				}
-				t := time.Now()
-				for range j.o.putIters {
-					if err := put(0); err != nil {
-						return err
-					}
-				}
-				reps[i] = float64(time.Since(t).Nanoseconds()) / float64(j.o.putIters)
-			}
-			j.add("put_ns", float64(k), slices.Min(reps[1:]), "ns")
-		}
-		if err := j.x.Flush(ctx); err != nil {
-			return err
-		}
+	win, err := j.c.RegisterWindow(ctx, 4096, 0)
+	if err != nil {
+		return err
+	}
+	if j.me != 0 {
 		return j.c.Barrier(ctx)
 	}
-	if _, err := j.c.RegisterWindow(ctx, 4096, 0); err != nil {
+	// Context 1 carries the k signals in use; context 0 keeps one, the
+	// anchor, timed in runs alternating with context 1's.
+	var xs [2]*gin.Context
+	for i := range xs {
+		if xs[i], err = j.c.Context(i); err != nil {
+			return err
+		}
+	}
+	team := j.c.World()
+	put := func(x *gin.Context, sig int) error {
+		return x.Put(team, 1, win, 2048, win, 0, 8, gin.SignalInc(gin.Signal(sig)), gin.LocalNone)
+	}
+	if err := put(xs[0], 0); err != nil {
 		return err
+	}
+	const run = 256
+	inUse := 0
+	for _, k := range j.o.sweep {
+		for ; inUse < k; inUse++ {
+			if err := put(xs[1], inUse); err != nil {
+				return err
+			}
+		}
+		reps := make([]float64, j.o.reps+1) // the first warms up
+		ratios := make([]float64, j.o.reps+1)
+		for i := range reps {
+			var spent [2]time.Duration
+			for round := 0; round*run < j.o.putIters; round++ {
+				for _, c := range [][]int{{1, 0}, {0, 1}}[round%2] {
+					if err := xs[c].Flush(ctx); err != nil {
+						return err
+					}
+					t := time.Now()
+					for range run {
+						if err := put(xs[c], 0); err != nil {
+							return err
+						}
+					}
+					spent[c] += time.Since(t)
+				}
+			}
+			reps[i] = float64(spent[1].Nanoseconds()) / float64(j.o.putIters/run*run)
+			ratios[i] = float64(spent[1]) / float64(spent[0])
+		}
+		j.add("put_ns", float64(k), slices.Min(reps[1:]), "ns")
+		j.add("put_ratio", float64(k), median(ratios[1:]), "x")
+	}
+	for _, x := range xs {
+		if err := x.Flush(ctx); err != nil {
+			return err
+		}
 	}
 	return j.c.Barrier(ctx)
 }

@@ -266,11 +266,15 @@ func memoryPlot(d dataset, path string) []model {
 }
 
 // putPlot: ns per 8 B put+signal against the signals in use, per N (top),
-// and against N at 1 and 128 signals in use (bottom).
+// the same over the one-signal anchor of the same run (middle), and
+// against N at 1 and 128 signals in use (bottom).
 func putPlot(d dataset, path string) []model {
 	top := newPlot("Put + signal, 8 B, rank 0 to rank 1", "signal indices in use towards the peer", "ns per put")
 	top.X.Scale, top.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 	top.Y.Min = 0
+	ratio := newPlot("Same run: cost over the cost with one signal in use (interleaved anchor)", "signal indices in use towards the peer", "ratio")
+	ratio.X.Scale, ratio.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	ratio.Y.Min, ratio.Y.Max = 0, 2
 	bottom := newPlot("Put + signal against ranks", "ranks N", "ns per put")
 	bottom.X.Scale, bottom.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 	bottom.Y.Min = 0
@@ -278,10 +282,14 @@ func putPlot(d dataset, path string) []model {
 	var ms []model
 	for mi, mode := range modes {
 		byN := map[int]plotter.XYs{}
+		ratios := map[int]plotter.XYs{}
 		at := map[float64]plotter.XYs{}
 		for _, r := range d[mode]["put_ns"] {
 			byN[r.N] = append(byN[r.N], plotter.XY{X: r.X, Y: r.Value})
 			at[r.X] = append(at[r.X], plotter.XY{X: float64(r.N), Y: r.Value})
+		}
+		for _, r := range d[mode]["put_ratio"] {
+			ratios[r.N] = append(ratios[r.N], plotter.XY{X: r.X, Y: r.Value})
 		}
 		var ns []int
 		for n := range byN {
@@ -294,6 +302,9 @@ func putPlot(d dataset, path string) []model {
 			sort.Slice(pts, func(a, b int) bool { return pts[a].X < pts[b].X })
 			if n <= 8 {
 				series(top, i, fmt.Sprintf("N=%d (%s)", n, mode), pts, nil)
+				rs := ratios[n]
+				sort.Slice(rs, func(a, b int) bool { return rs[a].X < rs[b].X })
+				series(ratio, i, fmt.Sprintf("N=%d (%s)", n, mode), rs, nil)
 				i++
 			}
 			all = append(all, pts...)
@@ -306,7 +317,8 @@ func putPlot(d dataset, path string) []model {
 		ms = append(ms, fit("put+signal, "+mode+" (ns)", "k", linear, all))
 	}
 	top.Legend.Top, top.Legend.Left = false, false
-	stack(path, top, bottom)
+	ratio.Legend.Top, ratio.Legend.Left = false, false
+	stack(path, top, ratio, bottom)
 	return ms
 }
 
