@@ -163,7 +163,7 @@ func (n *Node) sendLarge(wait bool, rank int, kind byte, e *encoder) error {
 			return err
 		}
 		o.total = len(body)
-		e.buf = e.buf[:0]
+		e.buf = nil // body is the buffer: it goes as the rest, unpooled
 		err = o.finish(e, body)
 	}
 	if err != nil && o.sent > 0 {
