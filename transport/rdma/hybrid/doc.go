@@ -29,12 +29,23 @@
 //     RegisterExternal). A waiter arms the bell, re-checks its word and
 //     sleeps, and each ringer adds, then looks for armed waiters, both with
 //     sequentially consistent atomics, so no wake-up is lost, and an idle
-//     waiter sleeps in the kernel. The composite is not an rdma.Poller:
-//     ofi's own progress goroutine drives the NIC (it spins after activity,
-//     then blocks in its CQ's wait object), so waiters never poll it.
+//     waiter sleeps in the kernel. The composite is not an rdma.Poller (a
+//     gin wait would then block in ofi's CQ, which shm peers cannot wake):
+//     ofi's own progress goroutine reads the CQ for waiters (it spins
+//     after activity, then blocks in the CQ's wait object). The endpoints'
+//     waits for completions drive it too, through an ofi QP's Progress
+//     (ofi's Poll), and a waiter about to sleep on the doorbell hands the
+//     CQ back to the progress goroutine (ofi's Resume), which otherwise
+//     stands back for a while after a Poll.
 //
 // Where the build has no ofi provider (no ofi tag), Open fails for ranks
 // on several hosts with an error naming every host and its ranks.
+//
+// ofi's progress goroutine is then the only reader of the CQ at a target
+// that waits: it needs the CQ's wait object (RDMACTOR_OFI_WAIT=fd, the
+// default). With RDMACTOR_OFI_WAIT=poll it naps between reads once idle,
+// and a stream of large writes from another host crawls (tcp moves a
+// write's bytes only while the target reads its CQ).
 //
 // Capabilities are what both providers offer (strong signals only where
 // the fabric orders writes), with LoadStore true: load/store reaches the

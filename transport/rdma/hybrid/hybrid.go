@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/rdmactor/rdmactor/transport/rdma"
 	"github.com/rdmactor/rdmactor/transport/rdma/ofi"
@@ -28,7 +29,11 @@ type Provider struct {
 	shm  rdma.Provider
 	ofi  rdma.Provider
 	ext  rdma.ExternalRegistrar // ofi
-	caps rdma.Capabilities
+	poll rdma.Poller            // ofi, driven by the QPs' Progress; nil if it is none
+	// resume hands ofi's CQ back to its progress goroutine before a waiter
+	// sleeps on a doorbell (ofi's Resume); a no-op where ofi has none.
+	resume func()
+	caps   rdma.Capabilities
 
 	mu     sync.Mutex
 	closed bool
@@ -63,7 +68,12 @@ func Open(cfg rdma.Config) (rdma.Provider, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("auto: %w", err), o.Close())
 	}
-	return &Provider{cfg: cfg, shm: s, ofi: o, ext: ext, caps: both(s.Capabilities(), o.Capabilities())}, nil
+	p := &Provider{cfg: cfg, shm: s, ofi: o, ext: ext, resume: func() {}, caps: both(s.Capabilities(), o.Capabilities())}
+	p.poll, _ = o.(rdma.Poller)
+	if r, ok := o.(interface{ Resume() }); ok {
+		p.resume = r.Resume
+	}
+	return p, nil
 }
 
 // oneHost reports whether every entry of hosts is the same (true for none).
@@ -150,8 +160,8 @@ func (p *Provider) RegisterMemory(size int, flags rdma.RegionFlags) (rdma.Memory
 	r := &Region{size: size, shm: s, local: flags&rdma.LocalOnly != 0}
 	var ring func()
 	if b, ok := s.(rdma.Belled); ok && !r.local {
-		r.bell = b.Doorbell()
-		ring = ringOf(r.bell)
+		ring = ringOf(b.Doorbell())
+		r.bell = resumingBell{b.Doorbell(), p.resume}
 	}
 	if r.ofi, err = p.ext.RegisterExternal(s.Bytes(), flags, ring); err != nil {
 		return nil, errors.Join(fmt.Errorf("auto: %w", err), s.Close())
@@ -169,6 +179,20 @@ func ringOf(bell rdma.Doorbell) func() {
 		return r.Ring
 	}
 	return bell.Kick
+}
+
+// resumingBell is a region's shm doorbell as waiters hold it: before a
+// waiter sleeps, ofi's progress goroutine is told to read the CQ (it may
+// stand back for the Polls of the QPs' Progress), since its signal adds
+// are what rings the bell for peers on other hosts.
+type resumingBell struct {
+	rdma.Doorbell
+	resume func()
+}
+
+func (b resumingBell) Sleep(ticket uint32, d time.Duration) {
+	b.resume()
+	b.Doorbell.Sleep(ticket, d)
 }
 
 // Import maps a peer's region from its Descriptor: the shm half for a
@@ -211,7 +235,11 @@ func (p *Provider) Connect(peer int, cq rdma.CompletionHandler) (rdma.QP, error)
 	if err != nil {
 		return nil, err
 	}
-	return &qp{QP: q, viaOFI: !local}, nil
+	x := &qp{QP: q, viaOFI: !local}
+	if !local {
+		x.poll = p.poll
+	}
+	return x, nil
 }
 
 func (p *Provider) isClosed() bool {
@@ -313,7 +341,19 @@ func (r *Region) half(viaOFI bool) rdma.MemoryRegion {
 type qp struct {
 	rdma.QP
 	viaOFI bool
-	buf    []rdma.WQE // Post's copy; Post is one goroutine at a time (caller duty 1)
+	poll   rdma.Poller // ofi, for an ofi QP: Progress reads its CQ
+	buf    []rdma.WQE  // Post's copy; Post is one goroutine at a time (caller duty 1)
+}
+
+// Progress reads ofi's CQ first on an ofi QP, as the endpoints' waits for
+// completions (SQ room, Flush, counters) drive a Poller provider: a write
+// of a manual-progress fabric moves only while its CQ is read. Then it
+// reports the QP's completions.
+func (q *qp) Progress() (int, error) {
+	if q.poll != nil {
+		q.poll.Poll()
+	}
+	return q.QP.Progress()
 }
 
 // Post translates wqes and posts them; a WQE naming a closed *Region is

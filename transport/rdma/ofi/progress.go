@@ -68,14 +68,17 @@ func (p *Provider) run() {
 			// context switch that, where cores are few, delays the
 			// spinning waiter or its peer (standBack keeps it to one).
 			polls = p.polls.Load()
-			standBack(quiet)
+			if p.standBack(quiet) {
+				quiet = pollerQuiet // Resume: the caller polls no more
+				continue
+			}
 			quiet = min(2*quiet, pollerQuietMax)
 			continue
 		}
 		quiet = pollerQuiet
 		if n := p.pushes.Load(); n != pushes {
 			pushes = n // posts drive progress (push): stand back
-			standBack(pollerQuiet)
+			p.standBack(pollerQuiet)
 			continue
 		}
 		p.pollMu.Lock() // a waiter in PollWait may hold it: it progresses meanwhile
@@ -128,10 +131,31 @@ func lockForNaps() {
 // startlockedm: a futex wake-up of that thread, and a park of the first).
 // Unlocked, the thread that takes the timer runs it, which saves the
 // ranks those context switches while the waiters poll.
-func standBack(d time.Duration) {
+//
+// It returns early, reporting true, on Resume.
+func (p *Provider) standBack(d time.Duration) (resumed bool) {
 	runtime.UnlockOSThread()
-	time.Sleep(d)
+	t := time.NewTimer(d)
+	select {
+	case <-t.C:
+	case <-p.resume:
+		t.Stop()
+		resumed = true
+	}
 	lockForNaps()
+	return resumed
+}
+
+// Resume makes the progress goroutine read the CQ again at once if it
+// stands back for the Poll calls of a caller that now blocks elsewhere:
+// the "auto" provider's endpoints drive ofi with Poll, and its waiters
+// block on a shm doorbell that only this goroutine's signal adds ring.
+// Safe for concurrent use; cheap when it does not stand back.
+func (p *Provider) Resume() {
+	select {
+	case p.resume <- struct{}{}:
+	default:
+	}
 }
 
 // idleNap is how long a poller that found nothing for idle naps before it

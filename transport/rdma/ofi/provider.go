@@ -43,6 +43,7 @@ type Provider struct {
 	pins     pins.Pins   // Posts, Imports, Registers in progress; Close waits for them
 	stopping atomic.Bool // the progress goroutine must end
 	done     chan struct{}
+	resume   chan struct{} // Resume: the progress goroutine stops standing back
 	activity atomic.Uint64 // bumped by every post: keeps the progress goroutine spinning
 	blocked  atomic.Bool   // the progress goroutine is (about to be) in fi_cq_sread
 	kicks    atomic.Uint64 // Kick calls: a block that saw one begin must not start
@@ -144,7 +145,7 @@ func Open(cfg rdma.Config) (rdma.Provider, error) {
 		return nil, err
 	}
 	p := &Provider{cfg: cfg, env: env, it: *it, strat: strat, mrm: mrModesOf(it.mrMode), qk: quirksOf(it.prov),
-		done: make(chan struct{}), imports: map[*remoteRegion]struct{}{},
+		done: make(chan struct{}), resume: make(chan struct{}, 1), imports: map[*remoteRegion]struct{}{},
 		peers: make([]peerState, cfg.Size)}
 	p.it.c = nil
 	if strat == cqdata && cfg.Size-1 > maxSender {
