@@ -84,15 +84,20 @@ func (n *Node) terminatedLocal(watcher string, who *PID) {
 	}
 }
 
-// commFailed handles the Comm's failure: the rank it names is lost, and
-// since gin fails every later put and wait of a Comm once any rank is
-// lost, every other rank is unreachable too.
+// commFailed handles a lost-peer error from the Comm: the rank it names
+// is lost. Under gin.FailPeer (what Start's Comms use) that is all: a put
+// to the lost rank that raced with the notice fails this way, and the
+// other ranks stay reachable. Under gin.FailComm gin fails every later put
+// and wait of the Comm, so every other rank is unreachable too.
 func (n *Node) commFailed(err error) {
 	var pl *gin.PeerLostError
 	lost := -1
 	if errors.As(err, &pl) {
 		lost = pl.Rank
 		n.rankGone(lost, fmt.Errorf("rank %d lost: %w: %w", lost, ErrRankGone, err))
+		if n.comm.PeerFailure() == gin.FailPeer {
+			return
+		}
 	}
 	for r := range n.size {
 		if r != lost {
