@@ -7,6 +7,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -99,15 +100,14 @@ func drive(ctx context.Context, r *rank, o options) error {
 		}
 		senderSets = append(senderSets, all)
 	}
+	stopProfile := func() {}
 	if o.cpuprofile != "" {
-		f, err := os.Create(o.cpuprofile)
+		stop, err := profile(o.cpuprofile)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
+		stopProfile = stop
+		defer stop()
 	}
 	for i, senders := range senderSets {
 		if o.only != "" && o.only != "throughput" {
@@ -130,9 +130,7 @@ func drive(ctx context.Context, r *rank, o options) error {
 			}
 		}
 	}
-	if o.cpuprofile != "" {
-		pprof.StopCPUProfile()
-	}
+	stopProfile()
 	// Idle CPU of ranks 0 and 1.
 	var idle0, idle1 float64
 	if o.idleWindow > 0 {
@@ -336,4 +334,19 @@ func names(ts []*transport) []string {
 		out[i] = t.name
 	}
 	return out
+}
+
+// profile writes a CPU profile to path until stop is called (more than
+// once is fine).
+func profile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	var once sync.Once
+	return func() { once.Do(func() { pprof.StopCPUProfile(); f.Close() }) }, nil
 }

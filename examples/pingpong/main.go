@@ -84,7 +84,7 @@ func main() {
 	flag.IntVar(&o.reps, "reps", 3, "repetitions of each figure (transports alternate)")
 	flag.DurationVar(&o.idleWindow, "idle-window", time.Second, "window for the idle CPU figure (0: skip)")
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "deadline for the whole run")
-	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write rank 0's CPU profile of the throughput phase to this file")
+	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write rank 0's CPU profile of the throughput phase to this file, and every other rank's whole run to this file.rankN")
 	flag.StringVar(&o.only, "only", "", "run only this figure: rtt, idle, throughput or mesh (default: all)")
 	flag.Parse()
 	if o.anchor != "protoremote" && o.anchor != "none" {
@@ -154,6 +154,13 @@ func runRank(ctx context.Context, n *actor.Node, o options) (err error) {
 			return err
 		}
 	} else {
+		if o.cpuprofile != "" {
+			stop, err := profile(fmt.Sprintf("%s.rank%d", o.cpuprofile, n.Rank()))
+			if err != nil {
+				return err
+			}
+			defer stop()
+		}
 		select {
 		case <-r.finished:
 		case <-ctx.Done():
