@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -165,8 +166,27 @@ func newPlot(title, x, y string) *plot.Plot {
 }
 
 func logAxes(p *plot.Plot) {
-	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, rankTicks{}
 	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+}
+
+// rankTicks labels a log2 rank axis at powers of 2 (labelled 2..64, 1,024
+// and 16,384, the sizes this page is about).
+type rankTicks struct{}
+
+func (rankTicks) Ticks(lo, hi float64) []plot.Tick {
+	var ts []plot.Tick
+	for n := 1.0; n <= hi*1.0001; n *= 2 {
+		if n < lo*0.9999 {
+			continue
+		}
+		t := plot.Tick{Value: n}
+		if n <= 64 || n == 1024 || n == 16384 {
+			t.Label = strconv.Itoa(int(n))
+		}
+		ts = append(ts, t)
+	}
+	return ts
 }
 
 // series adds measured points (solid, with marks) and, when m fits, the
@@ -276,7 +296,7 @@ func putPlot(d dataset, path string) []model {
 	ratio.X.Scale, ratio.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 	ratio.Y.Min, ratio.Y.Max = 0, 2
 	bottom := newPlot("Put + signal against ranks", "ranks N", "ns per put")
-	bottom.X.Scale, bottom.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	bottom.X.Scale, bottom.X.Tick.Marker = plot.LogScale{}, rankTicks{}
 	bottom.Y.Min = 0
 	i := 0
 	var ms []model
