@@ -311,3 +311,31 @@ func TestLargeHeld(t *testing.T) {
 	}
 	requireNoPartials(t, nodes[1])
 }
+
+// A prelude longer than the first piece (headers of 300 KiB) sends the
+// message the other way: put together whole, then decoded.
+func TestLargeLongPrelude(t *testing.T) {
+	nodes := startInternal(t, 2)
+	type got struct {
+		m *bigRefl
+		h string
+	}
+	c := make(chan got, 1)
+	_, err := nodes[1].SpawnNamed(PropsFromFunc(func(ctx Context) {
+		if m, ok := ctx.Message().(*bigRefl); ok {
+			c <- got{m, ctx.MessageHeader().Get("long")}
+		}
+	}), "sink")
+	require.NoError(t, err)
+	long := string(pattern(300<<10, 13))
+	want := &bigRefl{Name: "long", Data: pattern(1<<20, 17)}
+	nodes[0].Root().Send(nodes[0].PID(1, "sink"), &MessageEnvelope{Header: map[string]string{"long": long}, Message: want})
+	select {
+	case g := <-c:
+		require.Equal(t, want.Data, g.m.Data)
+		require.Equal(t, long, g.h)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the message with a long prelude never arrived")
+	}
+	requireNoPartials(t, nodes[1])
+}
