@@ -51,7 +51,13 @@ func (b *remoteBootstrap) start() error {
 			grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: keepaliveTime, Timeout: keepaliveTime, PermitWithoutStream: true}),
 		),
 	)
-	r := protoremote.NewRemote(b.system, protoremote.Configure(host, port, opts...))
+	rcfg := protoremote.Configure(host, port, opts...)
+	// One connection attempt, not 5 two seconds apart: a rank whose
+	// connection cannot be made is reported lost 2 s later, not 10 s (every
+	// peer's port is known to accept before the first attempt: rank 0's
+	// through waitReachable, the others' since they listen before joining).
+	rcfg.MaxRetryCount = 1
+	r := protoremote.NewRemote(b.system, rcfg)
 	if err := startRemote(r); err != nil {
 		return fmt.Errorf("bootstrap: rank %d: start control endpoint on %s: %w", b.cfg.Rank, net.JoinHostPort(host, strconv.Itoa(port)), err)
 	}

@@ -21,8 +21,9 @@ func init() { testutils.Role("afterzero", roleAfterRankZero) }
 
 // peerLossLimit bounds how long the survivors of rank 0 take to see
 // another rank's loss: at once through an established connection, about
-// 10 s through one that was still being made.
-const peerLossLimit = 20 * time.Second
+// 2 s through one that was still being made (one attempt, then a 2 s
+// pause before protoactor-go gives up).
+const peerLossLimit = 10 * time.Second
 
 // TestRemoteLossesAfterRankZero: once rank 0 (the coordinator) is killed,
 // the survivors still learn of a later loss, and tell a clean Close from
@@ -87,8 +88,7 @@ func roleAfterRankZero() error {
 	}
 	// Every survivor has seen rank 0's loss and most likely connected to
 	// the others by now. A connection still being made when rank 2 dies
-	// fails instead, after protoactor-go's 5 attempts 2 s apart: hence
-	// peerLossLimit.
+	// fails instead, 2 s later: hence peerLossLimit.
 	time.Sleep(time.Second)
 	if b.Rank() == 2 {
 		signalSelf(syscall.SIGKILL)
