@@ -69,10 +69,10 @@ func (n *Node) rankGone(rank int, why error) {
 	if rank == n.rank || !n.gone[rank].CompareAndSwap(nil, &why) {
 		return
 	}
+	n.failPending(rank) // first: requests have a deadline to meet (docs/actors.md)
 	for e := range n.watches.take(rank) {
 		n.terminatedLocal(e.watcher, NewPID(AddressOf(rank), e.watchee))
 	}
-	n.failPending(rank)
 	n.system.Logger().Info("rdmactor: rank unreachable", "rank", rank, "why", why)
 }
 
