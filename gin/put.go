@@ -92,6 +92,10 @@ func (x *Context) dataCheck(team Team, peer int, dst *Window, dstOff int, src *W
 	if err := x.c.own(src, srcWhat, srcOff, bytes); err != nil {
 		return 0, nil, err
 	}
+	if bytes > x.c.caps.MaxPutSize { // providers trust gin's checks (rdma.CheckWQE)
+		return 0, nil, &rdma.UnsupportedError{Provider: x.c.prov.Name(),
+			Feature: fmt.Sprintf("a %s of %d bytes (Capabilities.MaxPutSize %d)", dstWhat, bytes, x.c.caps.MaxPutSize)}
+	}
 	ctr, err := x.c.counterOf(local)
 	return r, ctr, err
 }

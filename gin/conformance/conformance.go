@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/rdmactor/rdmactor/gin"
+	"github.com/rdmactor/rdmactor/transport/rdma"
 	"github.com/stretchr/testify/require"
 )
 
@@ -45,6 +46,10 @@ const Timeout = 20 * time.Second
 
 // Run runs the whole suite against the provider f builds Comms on.
 func Run(t *testing.T, f Factory) {
+	// Every WQE gin builds goes through rdma.CheckWQE before the provider
+	// sees it (rdma.Checked): providers trust gin's validation, and this
+	// proves it holds. Children of multi-process tests inherit it.
+	t.Setenv(rdma.EnvCheckWQEs, "1")
 	t.Run("Ordering", func(t *testing.T) { testOrdering(t, f) })
 	t.Run("Rolling", func(t *testing.T) { testRolling(t, f) })
 	t.Run("Counters", func(t *testing.T) { testCounters(t, f) })

@@ -66,9 +66,6 @@ func (q *qp) planCounter(w *rdma.WQE, ps *peerState, pl *plan) error {
 	if !sig.signals {
 		return &rdma.UnsupportedError{Provider: Name, Feature: fmt.Sprintf("a signal in rank %d's region %d: counter signals live only in its signals region", q.peer, sig.id)}
 	}
-	if err := rdma.CheckWord("signal", s.Off, sig.size); err != nil {
-		return err
-	}
 	j := s.Off / 8
 	scs := ps.scAddrs.Load()
 	if scs == nil || j >= len(*scs) {

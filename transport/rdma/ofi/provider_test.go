@@ -124,37 +124,49 @@ func TestPostWork(t *testing.T) {
 }
 
 // TestPostValidation: a WQE that fails validation writes nothing, gets no
-// completion, and leaves the QP usable (rdma.QP.Post).
+// completion, and leaves the QP usable (rdma.QP.Post). Ranges and words
+// are validated by a checking QP (rdma.CheckQP, as gin validates them
+// before it builds a WQE); the provider itself rejects what needs its
+// state.
 func TestPostValidation(t *testing.T) {
 	pr := newPair(t, "tcp", 4096)
 	q, ch := pr.qp(t, 0, 1)
 	imp, reg := pr.imp[0][1], pr.reg[0]
 	sig := rdma.Signal{Mode: rdma.SignalInc, Region: imp, Off: 0, ModeOff: 8}
 	cases := []struct {
-		name string
-		w    rdma.WQE
-		want error
+		name     string
+		w        rdma.WQE
+		want     error
+		provider bool // the bare QP rejects it too
 	}{
-		{"remote past end", rdma.WQE{Op: rdma.OpWrite, Local: reg, Remote: imp, RemoteOff: 4090, Len: 8}, rdma.ErrOutOfBounds},
-		{"local negative", rdma.WQE{Op: rdma.OpWrite, Local: reg, LocalOff: -1, Remote: imp, Len: 8}, rdma.ErrOutOfBounds},
-		{"signal misaligned", rdma.WQE{Op: rdma.OpSignal, Signal: rdma.Signal{Mode: rdma.SignalInc, Region: imp, Off: 4, ModeOff: 8}}, rdma.ErrOutOfBounds},
-		{"mode word is the signal", rdma.WQE{Op: rdma.OpSignal, Signal: rdma.Signal{Mode: rdma.SignalAdd, Region: imp, Off: 8, ModeOff: 8, Value: 2}}, rdma.ErrOutOfBounds},
-		{"opcode", rdma.WQE{Op: 99}, rdma.ErrNotSupported},
-		{"signal mode", rdma.WQE{Op: rdma.OpSignal, Signal: rdma.Signal{Mode: 9, Region: imp}}, rdma.ErrNotSupported},
+		{"remote past end", rdma.WQE{Op: rdma.OpWrite, Local: reg, Remote: imp, RemoteOff: 4090, Len: 8}, rdma.ErrOutOfBounds, false},
+		{"local negative", rdma.WQE{Op: rdma.OpWrite, Local: reg, LocalOff: -1, Remote: imp, Len: 8}, rdma.ErrOutOfBounds, false},
+		{"signal misaligned", rdma.WQE{Op: rdma.OpSignal, Signal: rdma.Signal{Mode: rdma.SignalInc, Region: imp, Off: 4, ModeOff: 8}}, rdma.ErrOutOfBounds, false},
+		{"mode word is the signal", rdma.WQE{Op: rdma.OpSignal, Signal: rdma.Signal{Mode: rdma.SignalAdd, Region: imp, Off: 8, ModeOff: 8, Value: 2}}, rdma.ErrOutOfBounds, false},
+		{"opcode", rdma.WQE{Op: 99}, rdma.ErrNotSupported, true},
+		{"signal mode", rdma.WQE{Op: rdma.OpSignal, Signal: rdma.Signal{Mode: 9, Region: imp}}, rdma.ErrNotSupported, true},
 	}
+	posted := 0
 	for _, tc := range cases {
-		err := q.Post([]rdma.WQE{{Op: rdma.OpWrite, Local: reg, Remote: imp, RemoteOff: 64, Len: 8}, tc.w})
-		var we *rdma.WQEError
-		require.ErrorAs(t, err, &we, tc.name)
-		require.Equal(t, 1, we.Index, tc.name)
-		require.ErrorIs(t, err, tc.want, tc.name)
+		qps := []rdma.QP{rdma.CheckQP(q, 1<<30)}
+		if tc.provider {
+			qps = append(qps, q)
+		}
+		for _, qp := range qps {
+			err := qp.Post([]rdma.WQE{{Op: rdma.OpWrite, Local: reg, Remote: imp, RemoteOff: 64, Len: 8}, tc.w})
+			posted++
+			var we *rdma.WQEError
+			require.ErrorAs(t, err, &we, tc.name)
+			require.Equal(t, 1, we.Index, tc.name)
+			require.ErrorIs(t, err, tc.want, tc.name)
+		}
 	}
 	// A region of another rank on this QP, and an import of the wrong peer.
 	err := q.Post([]rdma.WQE{{Op: rdma.OpWrite, Local: reg, Remote: pr.imp[0][0], Len: 8}})
 	require.ErrorContains(t, err, "on a qp to rank 1")
 	// The QP still works, and only the accepted WQEs completed.
 	require.NoError(t, q.Post([]rdma.WQE{{Op: rdma.OpSignal, Signal: sig}}))
-	require.Len(t, drain(t, q, ch, len(cases)+1), len(cases)+1)
+	require.Len(t, drain(t, q, ch, posted+1), posted+1)
 	waitWord(t, pr.reg[1].Bytes(), 0, 1)
 
 	// Mixed signal ops are refused at the initiator, synchronously.

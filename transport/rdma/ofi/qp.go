@@ -97,7 +97,7 @@ func (p *Provider) Connect(peer int, cq rdma.CompletionHandler) (rdma.QP, error)
 	copy(next, qs)
 	next[q.id] = q
 	p.qps.Store(&next)
-	return q, nil
+	return rdma.Checked(q, p.caps.MaxPutSize), nil
 }
 
 // Peer is the world rank this QP writes to.
@@ -230,15 +230,18 @@ func (q *qp) reportDone() int {
 // Post hands wqes to the endpoint in order: one fi_writemsg per WQE (plus
 // zero-byte ones carrying extra signal words where a signal does not fit
 // one immediate word), FI_MORE on all but the last. Everything about a WQE
-// is validated before anything of it is posted; a WQE that fails
-// validation writes nothing and gets no completion, and Post returns a
-// *rdma.WQEError with its index (those before it were posted and will
-// complete). Validation errors leave the QP usable; a libfabric failure
-// (or -FI_EAGAIN past the post timeout) makes it a *rdma.QPError and the
-// QP failed, as are all later Posts.
+// is checked before anything of it is posted: what needs this provider's
+// state (region types and owners, that they are open, the signal strategy
+// and the signal mode). Ranges, words and sizes are the caller's to
+// validate (gin does; rdma.CheckWQE, and rdma.Checked in front of this QP
+// in checking builds); the target checks the signal words a write names
+// against its own regions. A WQE that fails a check writes nothing and
+// gets no completion, and Post returns a *rdma.WQEError with its index
+// (those before it were posted and will complete). These errors leave the
+// QP usable; a libfabric failure (or -FI_EAGAIN past the post timeout)
+// makes it a *rdma.QPError and the QP failed, as are all later Posts.
 //
-// Errors: rdma.ErrOutOfBounds for ranges and misaligned or out-of-range
-// signal and mode words; rdma.ErrMixedSignalOps when the target signal's
+// Errors: rdma.ErrMixedSignalOps when the target signal's
 // mode (checked through this rank's record of what it claimed, and on a
 // change through a query to the target, see query.go) is the other one;
 // *rdma.UnsupportedError for what the signal strategy cannot do (counter:
@@ -308,24 +311,12 @@ func (q *qp) post1(w *rdma.WQE, ps *peerState, last bool) error {
 		q.done(w.WrID)
 		return nil
 	case rdma.OpWrite, rdma.OpRead:
-		if w.Op == rdma.OpRead && w.Signal.Mode != rdma.SignalNone {
-			return errors.New("OpRead with a signal")
-		}
 		var err error
 		if pl.local, err = q.localRegion(w.Local); err != nil {
 			return err
 		}
 		if pl.remote, err = q.remoteRegion(w.Remote, "remote"); err != nil {
 			return err
-		}
-		if !rdma.InBounds(w.LocalOff, w.Len, pl.local.size) {
-			return rdma.RangeError("local", w.LocalOff, w.Len, pl.local.size)
-		}
-		if !rdma.InBounds(w.RemoteOff, w.Len, pl.remote.size) {
-			return rdma.RangeError("remote", w.RemoteOff, w.Len, pl.remote.size)
-		}
-		if w.Len > p.caps.MaxPutSize {
-			return fmt.Errorf("length %d over the %d-byte put limit (Capabilities.MaxPutSize): %w", w.Len, p.caps.MaxPutSize, rdma.ErrNotSupported)
 		}
 		pl.lo, pl.n = w.LocalOff, w.Len
 		pl.raddr, pl.rkey = pl.remote.addr(w.RemoteOff), pl.remote.key
@@ -334,9 +325,6 @@ func (q *qp) post1(w *rdma.WQE, ps *peerState, last bool) error {
 			return q.submitRead(w.WrID, &pl, last)
 		}
 	case rdma.OpSignal:
-		if w.Signal.Mode == rdma.SignalNone {
-			return errors.New("OpSignal with SignalNone")
-		}
 		// A signal alone is a zero-byte write into the peer's control region.
 		pl.local = p.ctrl
 		pl.raddr, pl.rkey = p.mrm.targetAddr(ps.ctrlBase, 0), ps.ctrlKey
@@ -366,9 +354,6 @@ func (q *qp) planImm(w *rdma.WQE, ps *peerState, pl *plan) error {
 	if err != nil {
 		return err
 	}
-	if !rdma.IsWord(s.Off, sig.size) {
-		return rdma.CheckWord("signal", s.Off, sig.size)
-	}
 	m := sigMsg{region: sig.id, word: uint64(s.Off / 8), value: s.Value}
 	checkMode := false
 	switch s.Mode {
@@ -387,12 +372,6 @@ func (q *qp) planImm(w *rdma.WQE, ps *peerState, pl *plan) error {
 		m.op = opVA // no mode word to check: a plain add
 	}
 	if checkMode {
-		if !rdma.IsWord(s.ModeOff, sig.size) {
-			return rdma.CheckWord("mode", s.ModeOff, sig.size)
-		}
-		if s.ModeOff == s.Off {
-			return fmt.Errorf("mode word at signal word offset %d: %w", s.Off, rdma.ErrOutOfBounds)
-		}
 		m.modeWord = uint64(s.ModeOff / 8)
 		m.explicit = s.ModeOff != rdma.PairedModeOff(sig.size, s.Off)
 		want := rdma.ModeInc

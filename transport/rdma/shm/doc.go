@@ -18,16 +18,16 @@
 //
 // WQEs execute inside QP.Post, in order; each completion is reported to the
 // QP's handler before Post returns (rdma.Capabilities.Inline), so Progress
-// never has work. Per WQE, Post validates everything first and writes
-// nothing of a WQE that fails:
+// never has work. Ranges, words and sizes are validated once, by gin
+// (rdma.CheckWQE; rdma.Checked runs it in front of the QP in checking
+// builds); a range outside its window panics rather than write past it.
+// Per WQE, Post checks what needs its own state first and writes nothing
+// of a WQE that fails:
 //
-//   - OpWrite: Local is a *Region of this provider and Remote an import of
-//     this provider from the QP's peer (both non-nil); [LocalOff, +Len) and
-//     [RemoteOff, +Len) lie in them (rdma.InBounds, overflow-safe); Len is at
-//     most 1 GiB.
+//   - OpWrite, OpRead: Local is a *Region of this provider and Remote an
+//     import of this provider from the QP's peer (both non-nil and open).
 //   - Signals (Mode != SignalNone, on OpWrite or OpSignal): Signal.Region is
-//     an import from the peer; Off and, for SignalInc/SignalAdd with
-//     ModeOff >= 0, ModeOff name 8-byte aligned words inside it.
+//     an open import from the peer.
 //   - Signal mode (ncclGin_SignalInc, nccl_device/gin.h, NCCL 2.28: "may not
 //     be mixed with other signal-modifying operations without an intervening
 //     signal reset"): the mode word holds 0 (unset), 1 (SignalInc seen) or 2

@@ -257,7 +257,7 @@ func (p *Provider) Connect(peer int, cq rdma.CompletionHandler) (rdma.QP, error)
 	}
 	q := &qp{p: p, peer: peer, cq: cq}
 	p.qps[q] = struct{}{}
-	return q, nil
+	return rdma.Checked(q, capabilities.MaxPutSize), nil
 }
 
 // Unlink removes the files of every exported named-mode region registered

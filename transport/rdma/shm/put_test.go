@@ -144,31 +144,35 @@ func TestPostRejects(t *testing.T) {
 		name   string
 		mut    mut
 		target error // nil: any error
+		// provider: the bare QP rejects it too (it needs the provider's
+		// state); the rest only a checking QP (rdma.Checked) rejects:
+		// gin validates them before it builds a WQE.
+		provider bool
 	}{
-		{"local off negative", func(_ *pair, w *rdma.WQE) { w.LocalOff = -1 }, rdma.ErrOutOfBounds},
-		{"local past end", func(_ *pair, w *rdma.WQE) { w.LocalOff = 4096 - 10 }, rdma.ErrOutOfBounds},
-		{"local off huge", func(_ *pair, w *rdma.WQE) { w.LocalOff = huge }, rdma.ErrOutOfBounds},
-		{"remote past end", func(_ *pair, w *rdma.WQE) { w.RemoteOff = window - 10 }, rdma.ErrOutOfBounds},
-		{"remote off huge", func(_ *pair, w *rdma.WQE) { w.RemoteOff = huge }, rdma.ErrOutOfBounds},
-		{"remote off huge-len", func(_ *pair, w *rdma.WQE) { w.RemoteOff = huge - 10 }, rdma.ErrOutOfBounds},
-		{"len huge", func(_ *pair, w *rdma.WQE) { w.Len = huge }, rdma.ErrOutOfBounds},
-		{"len negative", func(_ *pair, w *rdma.WQE) { w.Len = -1 }, rdma.ErrOutOfBounds},
-		{"signal past end", sig(rdma.SignalInc, window, -1), rdma.ErrOutOfBounds},
-		{"signal straddles end", sig(rdma.SignalInc, window-4, -1), rdma.ErrOutOfBounds},
-		{"signal huge", sig(rdma.SignalInc, huge, -1), rdma.ErrOutOfBounds},
-		{"signal negative", sig(rdma.SignalAdd, -8, -1), rdma.ErrOutOfBounds},
-		{"signal misaligned", sig(rdma.SignalInc, 4, -1), rdma.ErrOutOfBounds},
-		{"va signal misaligned", sig(rdma.SignalVA, 12, -1), rdma.ErrOutOfBounds},
-		{"mode word misaligned", sig(rdma.SignalInc, 0, 12), rdma.ErrOutOfBounds},
-		{"mode word past end", sig(rdma.SignalAdd, 0, window), rdma.ErrOutOfBounds},
-		{"mode word is the signal", sig(rdma.SignalAdd, 16, 16), rdma.ErrOutOfBounds},
-		{"unknown signal mode", sig(rdma.SignalMode(9), 0, -1), rdma.ErrNotSupported},
-		{"unknown opcode", func(_ *pair, w *rdma.WQE) { w.Op = 77 }, rdma.ErrNotSupported},
-		{"nil local", func(_ *pair, w *rdma.WQE) { w.Local = nil }, nil},
-		{"nil remote", func(_ *pair, w *rdma.WQE) { w.Remote = nil }, nil},
-		{"nil signal region", func(_ *pair, w *rdma.WQE) { w.Signal.Mode = rdma.SignalInc; w.Signal.Region = nil }, nil},
-		{"foreign local", func(pr *pair, w *rdma.WQE) { w.Local = pr.dst }, nil},
-		{"signal without mode", func(_ *pair, w *rdma.WQE) { w.Op = rdma.OpSignal }, nil},
+		{"local off negative", func(_ *pair, w *rdma.WQE) { w.LocalOff = -1 }, rdma.ErrOutOfBounds, false},
+		{"local past end", func(_ *pair, w *rdma.WQE) { w.LocalOff = 4096 - 10 }, rdma.ErrOutOfBounds, false},
+		{"local off huge", func(_ *pair, w *rdma.WQE) { w.LocalOff = huge }, rdma.ErrOutOfBounds, false},
+		{"remote past end", func(_ *pair, w *rdma.WQE) { w.RemoteOff = window - 10 }, rdma.ErrOutOfBounds, false},
+		{"remote off huge", func(_ *pair, w *rdma.WQE) { w.RemoteOff = huge }, rdma.ErrOutOfBounds, false},
+		{"remote off huge-len", func(_ *pair, w *rdma.WQE) { w.RemoteOff = huge - 10 }, rdma.ErrOutOfBounds, false},
+		{"len huge", func(_ *pair, w *rdma.WQE) { w.Len = huge }, rdma.ErrOutOfBounds, false},
+		{"len negative", func(_ *pair, w *rdma.WQE) { w.Len = -1 }, rdma.ErrOutOfBounds, false},
+		{"signal past end", sig(rdma.SignalInc, window, -1), rdma.ErrOutOfBounds, false},
+		{"signal straddles end", sig(rdma.SignalInc, window-4, -1), rdma.ErrOutOfBounds, false},
+		{"signal huge", sig(rdma.SignalInc, huge, -1), rdma.ErrOutOfBounds, false},
+		{"signal negative", sig(rdma.SignalAdd, -8, -1), rdma.ErrOutOfBounds, false},
+		{"signal misaligned", sig(rdma.SignalInc, 4, -1), rdma.ErrOutOfBounds, false},
+		{"va signal misaligned", sig(rdma.SignalVA, 12, -1), rdma.ErrOutOfBounds, false},
+		{"mode word misaligned", sig(rdma.SignalInc, 0, 12), rdma.ErrOutOfBounds, false},
+		{"mode word past end", sig(rdma.SignalAdd, 0, window), rdma.ErrOutOfBounds, false},
+		{"mode word is the signal", sig(rdma.SignalAdd, 16, 16), rdma.ErrOutOfBounds, false},
+		{"unknown signal mode", sig(rdma.SignalMode(9), 0, -1), rdma.ErrNotSupported, true},
+		{"unknown opcode", func(_ *pair, w *rdma.WQE) { w.Op = 77 }, rdma.ErrNotSupported, true},
+		{"nil local", func(_ *pair, w *rdma.WQE) { w.Local = nil }, nil, true},
+		{"nil remote", func(_ *pair, w *rdma.WQE) { w.Remote = nil }, nil, true},
+		{"nil signal region", func(_ *pair, w *rdma.WQE) { w.Signal.Mode = rdma.SignalInc; w.Signal.Region = nil }, nil, true},
+		{"foreign local", func(pr *pair, w *rdma.WQE) { w.Local = pr.dst }, nil, true},
+		{"signal without mode", func(_ *pair, w *rdma.WQE) { w.Op = rdma.OpSignal }, nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pr := newPair(t, 4096, window)
@@ -179,14 +183,21 @@ func TestPostRejects(t *testing.T) {
 			ok := rdma.WQE{WrID: 1, Op: rdma.OpNop}
 			after := rdma.WQE{WrID: 3, Op: rdma.OpSignal,
 				Signal: rdma.Signal{Mode: rdma.SignalInc, Region: pr.imp, Off: 16, ModeOff: -1}}
-			err := pr.qp.Post([]rdma.WQE{ok, w, after})
-			require.Error(t, err)
-			if tc.target != nil {
-				require.ErrorIs(t, err, tc.target)
+			qps := []rdma.QP{rdma.CheckQP(pr.qp, 1<<30)}
+			if tc.provider {
+				qps = append(qps, pr.qp)
 			}
-			assert.Contains(t, err.Error(), "wqe 1")
-			assert.Equal(t, []uint64{1}, pr.done, "the WQE before completed, the failing one and the one after did not")
-			assert.Equal(t, make([]byte, window), pr.dst.Bytes(), "nothing written")
+			for _, q := range qps {
+				pr.done = nil
+				err := q.Post([]rdma.WQE{ok, w, after})
+				require.Error(t, err)
+				if tc.target != nil {
+					require.ErrorIs(t, err, tc.target)
+				}
+				assert.Contains(t, err.Error(), "wqe 1")
+				assert.Equal(t, []uint64{1}, pr.done, "the WQE before completed, the failing one and the one after did not")
+				assert.Equal(t, make([]byte, window), pr.dst.Bytes(), "nothing written")
+			}
 		})
 	}
 }

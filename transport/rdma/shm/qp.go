@@ -1,7 +1,6 @@
 package shm
 
 import (
-	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -22,27 +21,26 @@ var _ rdma.QP = (*qp)(nil)
 // Peer is the world rank this QP writes to.
 func (q *qp) Peer() int { return q.peer }
 
-// Post executes wqes in order. For each WQE it first validates everything
-// (opcode, region types and owners, bounds of local and remote ranges,
-// signal word and mode word in bounds and 8-byte aligned, signal mode
-// against the mode word), then copies the data into the peer's mapping
-// (OpRead: from it into the local region),
+// Post executes wqes in order. For each WQE it checks what needs this
+// provider's state (region types and owners, that they are open, the
+// signal mode against the mode word) and pins the regions, then copies the
+// data into the peer's mapping (OpRead: from it into the local region),
 // then applies the signal with a sequentially-consistent atomic add and
 // rings the target region's doorbell (a load when nobody waits), then
-// reports the completion to the QP's handler. A WQE that fails validation
-// writes nothing and gets no completion; Post returns a *rdma.WQEError
-// with its index and the WQEs after it are not executed (those before it
-// were, and completed). Validation errors are not QP faults: the QP stays
-// usable.
+// reports the completion to the QP's handler. Ranges, words and sizes are
+// the caller's to validate (gin does; rdma.CheckWQE, and rdma.Checked in
+// front of this QP in checking builds): a range outside its region panics
+// here rather than write past it. A WQE that fails a check writes nothing
+// and gets no completion; Post returns a *rdma.WQEError with its index and
+// the WQEs after it are not executed (those before it were, and
+// completed). These errors are not QP faults: the QP stays usable.
 //
-// Errors: rdma.ErrOutOfBounds for ranges, offsets and misaligned words;
-// rdma.ErrMixedSignalOps for a signal mode other than the one its mode word
-// holds; rdma.ErrNotSupported for an unknown opcode or signal mode and for
-// Len over Capabilities.MaxPutSize; rdma.ErrClosed after Close of the QP,
-// its provider, or a region the WQE names; a plain error for a region that
-// is nil, of another provider or of another peer. These are errors of one
-// WQE, not faults: shm never returns *rdma.QPError and the QP stays usable.
-// Post does not allocate unless it returns an error.
+// Errors: rdma.ErrMixedSignalOps for a signal mode other than the one its
+// mode word holds; rdma.ErrNotSupported for an unknown opcode or signal
+// mode; rdma.ErrClosed after Close of the QP, its provider, or a region
+// the WQE names; a plain error for a region that is nil, of another
+// provider or of another peer. shm never returns *rdma.QPError. Post does
+// not allocate unless it returns an error.
 func (q *qp) Post(wqes []rdma.WQE) error {
 	if q.closed.Load() {
 		return &rdma.WQEError{Index: 0, Err: fmt.Errorf("shm: post to rank %d: %w", q.peer, rdma.ErrClosed)}
@@ -92,12 +90,12 @@ func (q *qp) exec(w *rdma.WQE) error {
 		// copy and every earlier WQE's copy too (strong signals).
 		switch w.Op {
 		case rdma.OpWrite:
-			copyData(h.remote.mem[w.RemoteOff:w.RemoteOff+w.Len], h.local.mem[w.LocalOff:w.LocalOff+w.Len])
+			copyData(h.remote.window(w.RemoteOff, w.Len), h.local.window(w.LocalOff, w.Len))
 		case rdma.OpRead:
-			copyData(h.local.mem[w.LocalOff:w.LocalOff+w.Len], h.remote.mem[w.RemoteOff:w.RemoteOff+w.Len])
+			copyData(h.local.window(w.LocalOff, w.Len), h.remote.window(w.RemoteOff, w.Len))
 		}
 		if h.sig != nil {
-			memword.Uint64(h.sig.mem, w.Signal.Off).Add(h.add)
+			memword.Uint64(h.sig.mem[:h.sig.size], w.Signal.Off).Add(h.add)
 			h.sig.bell.Ring() // after the add: a waiter that armed before it is woken
 		}
 	}
@@ -105,16 +103,13 @@ func (q *qp) exec(w *rdma.WQE) error {
 	return err
 }
 
-// prepare validates w and pins its regions into h; on error h holds what
-// was pinned so far, for release.
+// prepare checks w's regions and signal mode and pins the regions into h;
+// on error h holds what was pinned so far, for release.
 func (q *qp) prepare(w *rdma.WQE, h *held) error {
 	switch w.Op {
 	case rdma.OpNop:
 		return nil
 	case rdma.OpWrite, rdma.OpRead:
-		if w.Op == rdma.OpRead && w.Signal.Mode != rdma.SignalNone {
-			return errors.New("OpRead with a signal")
-		}
 		var err error
 		if h.local, err = q.localRegion(w.Local); err != nil {
 			return err
@@ -137,19 +132,7 @@ func (q *qp) prepare(w *rdma.WQE, h *held) error {
 			return fmt.Errorf("remote region of rank %d: %w", h.remote.peer, rdma.ErrClosed)
 		}
 		h.pinRemote = true
-		if !rdma.InBounds(w.LocalOff, w.Len, h.local.size) {
-			return rdma.RangeError("local", w.LocalOff, w.Len, h.local.size)
-		}
-		if !rdma.InBounds(w.RemoteOff, w.Len, h.remote.size) {
-			return rdma.RangeError("remote", w.RemoteOff, w.Len, h.remote.size)
-		}
-		if w.Len > capabilities.MaxPutSize {
-			return fmt.Errorf("length %d over the %d-byte put limit (Capabilities.MaxPutSize): %w", w.Len, capabilities.MaxPutSize, rdma.ErrNotSupported)
-		}
 	case rdma.OpSignal:
-		if w.Signal.Mode == rdma.SignalNone {
-			return errors.New("OpSignal with SignalNone")
-		}
 	default:
 		return fmt.Errorf("opcode %d: %w", w.Op, rdma.ErrNotSupported)
 	}
@@ -169,9 +152,6 @@ func (q *qp) prepare(w *rdma.WQE, h *held) error {
 		h.pinSig = true
 	}
 	h.sig = sig
-	if err := rdma.CheckWord("signal", s.Off, sig.size); err != nil {
-		return err
-	}
 	switch s.Mode {
 	case rdma.SignalInc:
 		h.add = 1
@@ -181,13 +161,7 @@ func (q *qp) prepare(w *rdma.WQE, h *held) error {
 		return fmt.Errorf("signal mode %d: %w", s.Mode, rdma.ErrNotSupported)
 	}
 	if s.ModeOff >= 0 && s.Mode != rdma.SignalVA {
-		if err := rdma.CheckWord("mode", s.ModeOff, sig.size); err != nil {
-			return err
-		}
-		if s.ModeOff == s.Off {
-			return fmt.Errorf("mode word at signal word offset %d: %w", s.Off, rdma.ErrOutOfBounds)
-		}
-		if err := claimMode(sig.mem, s.ModeOff, s.Mode); err != nil {
+		if err := claimMode(sig.mem[:sig.size], s.ModeOff, s.Mode); err != nil {
 			return err
 		}
 	}

@@ -198,3 +198,11 @@ func (r *remoteRegion) close() error {
 	}
 	return nil
 }
+
+// window is [off, off+n) of the region: sliced from the window, not the
+// mapping (which holds the doorbell line past it), so that a range gin did
+// not validate panics instead of writing past the window.
+func (r *Region) window(off, n int) []byte { return r.mem[:r.size][off : off+n] }
+
+// window is [off, off+n) of the peer's window, as Region.window.
+func (r *remoteRegion) window(off, n int) []byte { return r.mem[:r.size][off : off+n] }
