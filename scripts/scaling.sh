@@ -5,8 +5,7 @@
 #  2. for N = 2, 4, 8: bin/rdmarun -np N bin/rdmascale (ranks as processes);
 #  3. for N = 2, 4, 8, 16, 32, 64: bin/rdmascale -local N (ranks as
 #     goroutines of one process);
-#  4. plots the records (scripts/scaling/plot, gonum/plot, a module of its
-#     own) into PNGs and prints the fitted cost models, extrapolated to
+#  4. plots the records (scripts/scaling/plot, on gonum/plot) into PNGs and prints the fitted cost models, extrapolated to
 #     1,024 and 16,384 ranks, as a Markdown table (models.md).
 #
 # Usage: scripts/scaling.sh [rdmascale flags, e.g. -reps 3]
@@ -41,5 +40,5 @@ done
 echo "end: $(host)" | tee -a "$out/host.txt"
 
 echo "== plot"
-(cd scripts/scaling/plot && go run . -in "$out/data.jsonl" -out "$out") | tee "$out/models.md"
+go run ./scripts/scaling/plot -in "$out/data.jsonl" -out "$out" | tee "$out/models.md"
 ls "$out"
