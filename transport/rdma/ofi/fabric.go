@@ -125,6 +125,21 @@ static int rdx_mr_reg(struct fid_domain *d, void *buf, size_t len, uint64_t acce
 	return 0;
 }
 
+// rdx_msg is the one-entry fi_msg_rma of rdx_write and rdx_read.
+static struct fi_msg_rma rdx_msg(struct iovec *iov, void **desc, fi_addr_t peer,
+		struct fi_rma_iov *rma, uintptr_t ctx, uint64_t data) {
+	struct fi_msg_rma m;
+	m.msg_iov = iov;
+	m.desc = desc;
+	m.iov_count = 1;
+	m.addr = peer;
+	m.rma_iov = rma;
+	m.rma_iov_count = 1;
+	m.context = (void *)ctx;
+	m.data = data;
+	return m;
+}
+
 // rdx_write posts one RMA write (fi_writemsg): len bytes from buf to
 // (addr, key) at dest, with data as remote CQ data when flags has
 // FI_REMOTE_CQ_DATA. It and rdx_cq_read, the calls of every operation,
@@ -133,40 +148,22 @@ static int rdx_mr_reg(struct fid_domain *d, void *buf, size_t len, uint64_t acce
 // would prove that on every call.
 static ssize_t rdx_write(uintptr_t epp, uintptr_t bufp, size_t len, uintptr_t descp, fi_addr_t dest,
 		uint64_t addr, uint64_t key, uintptr_t ctx, uint64_t data, uint64_t flags) {
-	struct fid_ep *ep = (struct fid_ep *)epp;
 	void *desc = (void *)descp;
 	struct iovec iov = { (void *)bufp, len };
 	struct fi_rma_iov rma = { addr, len, key };
-	struct fi_msg_rma m;
-	m.msg_iov = &iov;
-	m.desc = &desc;
-	m.iov_count = 1;
-	m.addr = dest;
-	m.rma_iov = &rma;
-	m.rma_iov_count = 1;
-	m.context = (void *)ctx;
-	m.data = data;
-	return fi_writemsg(ep, &m, flags);
+	struct fi_msg_rma m = rdx_msg(&iov, &desc, dest, &rma, ctx, data);
+	return fi_writemsg((struct fid_ep *)epp, &m, flags);
 }
 
 // rdx_read posts one RMA read (fi_readmsg) of len bytes from (addr, key) at
 // src into buf.
 static ssize_t rdx_read(uintptr_t epp, uintptr_t bufp, size_t len, uintptr_t descp, fi_addr_t src,
 		uint64_t addr, uint64_t key, uintptr_t ctx, uint64_t flags) {
-	struct fid_ep *ep = (struct fid_ep *)epp;
 	void *desc = (void *)descp;
 	struct iovec iov = { (void *)bufp, len };
 	struct fi_rma_iov rma = { addr, len, key };
-	struct fi_msg_rma m;
-	m.msg_iov = &iov;
-	m.desc = &desc;
-	m.iov_count = 1;
-	m.addr = src;
-	m.rma_iov = &rma;
-	m.rma_iov_count = 1;
-	m.context = (void *)ctx;
-	m.data = 0;
-	return fi_readmsg(ep, &m, flags);
+	struct fi_msg_rma m = rdx_msg(&iov, &desc, src, &rma, ctx, 0);
+	return fi_readmsg((struct fid_ep *)epp, &m, flags);
 }
 
 static ssize_t rdx_cq_read(uintptr_t cq, uintptr_t e, size_t n) {
