@@ -25,39 +25,22 @@ func scaleBF16AVX2(acc *float32, x *uint16, n int, w float32)
 func storeBF16AVX2(dst *uint16, src *float32, n int)
 
 // Each wrapper runs the vector kernel on the largest multiple of 8
-// elements and the portable kernel on the rest. Callers pass slices of
-// equal length.
+// elements and the portable kernel on the rest (vec). Callers pass slices
+// of equal length.
 
-func axpyF32(acc []float32, w float32, x []float32) {
+func axpyF32(acc []float32, w float32, x []float32)  { vec(acc, w, x, axpyF32AVX2, axpyF32Go) }
+func scaleF32(acc []float32, w float32, x []float32) { vec(acc, w, x, scaleF32AVX2, scaleF32Go) }
+func axpyBF16(acc []float32, w float32, x []uint16)  { vec(acc, w, x, axpyBF16AVX2, axpyBF16Go) }
+func scaleBF16(acc []float32, w float32, x []uint16) { vec(acc, w, x, scaleBF16AVX2, scaleBF16Go) }
+
+// vec is the wrappers' split: simd on the largest multiple of 8 elements,
+// tail on the rest.
+func vec[X any](acc []float32, w float32, x []X, simd func(acc *float32, x *X, n int, w float32), tail func([]float32, float32, []X)) {
 	if v := len(acc) &^ 7; useAVX2 && v > 0 {
-		axpyF32AVX2(&acc[0], &x[0], v, w)
+		simd(&acc[0], &x[0], v, w)
 		acc, x = acc[v:], x[v:]
 	}
-	axpyF32Go(acc, w, x)
-}
-
-func scaleF32(acc []float32, w float32, x []float32) {
-	if v := len(acc) &^ 7; useAVX2 && v > 0 {
-		scaleF32AVX2(&acc[0], &x[0], v, w)
-		acc, x = acc[v:], x[v:]
-	}
-	scaleF32Go(acc, w, x)
-}
-
-func axpyBF16(acc []float32, w float32, x []uint16) {
-	if v := len(acc) &^ 7; useAVX2 && v > 0 {
-		axpyBF16AVX2(&acc[0], &x[0], v, w)
-		acc, x = acc[v:], x[v:]
-	}
-	axpyBF16Go(acc, w, x)
-}
-
-func scaleBF16(acc []float32, w float32, x []uint16) {
-	if v := len(acc) &^ 7; useAVX2 && v > 0 {
-		scaleBF16AVX2(&acc[0], &x[0], v, w)
-		acc, x = acc[v:], x[v:]
-	}
-	scaleBF16Go(acc, w, x)
+	tail(acc, w, x)
 }
 
 func storeBF16(dst []uint16, src []float32) {
