@@ -45,6 +45,10 @@ func (b *remoteBootstrap) start() error {
 		server = append(server, grpc.Creds(creds))
 	}
 	opts = append(opts,
+		// The control plane's queues hold a few messages; protoactor-go
+		// preallocates 1,000,000 slots (16 MiB) per peer by default, which
+		// grew rank 0's heap by 16 MiB per rank. The ring grows if needed.
+		protoremote.WithEndpointWriterQueueSize(256),
 		protoremote.WithServerOptions(server...),
 		protoremote.WithDialOptions(
 			grpc.WithTransportCredentials(creds),
