@@ -249,6 +249,10 @@ func roleFault() error {
 	if err != nil {
 		return err
 	}
+	phase := func(what string) { // where a rank that ends without a word got to
+		fmt.Fprintf(os.Stderr, "rank %d: %s %v after the detection\n", n.Rank(), what, time.Since(detected).Round(time.Millisecond))
+	}
+	phase("pending requests checked")
 	select {
 	case <-allTerminated:
 	case <-time.After(5 * time.Second):
@@ -256,12 +260,15 @@ func roleFault() error {
 		defer terminatedMu.Unlock()
 		return fmt.Errorf("Terminated within 5 s of the loss for %v, want each of %v", terminated, watched)
 	}
+	phase("Terminated checked")
 	if err := f.checkLater(ctx); err != nil {
 		return err
 	}
+	phase("later requests checked")
 	time.Sleep(time.Until(detected.Add(faultTraffic)))
 	close(f.stop)
 	f.wg.Wait()
+	phase("traffic stopped")
 	if err := f.err(); err != nil {
 		return err
 	}
@@ -278,6 +285,7 @@ func roleFault() error {
 	}
 	terminatedMu.Unlock()
 	time.Sleep(time.Second) // the other survivors may still ask this one
+	phase("closing")
 	start := time.Now()
 	if err := n.Close(); err != nil {
 		return err
