@@ -51,12 +51,17 @@ type Bell interface {
 	Kick()
 }
 
-// MaxBlock bounds one block on a Bell or Blocker: a safety net, since
-// everything that ends a wait rings or kicks it (a put, ctx's end, Close,
-// a lost peer). Each look costs wake-ups (on ofi about twenty syscalls, as
-// the provider's progress goroutine takes the CQ back and returns it), so
-// they are rare: one a second kept an idle ofi rank at 0.4 % of a core.
+// MaxBlock bounds one block on a Bell: a safety net, since everything
+// that ends a wait rings or kicks it (a put, ctx's end, Close, a lost
+// peer). Each look costs wake-ups, so they are rare.
 const MaxBlock = 10 * time.Second
+
+// MaxBlockDriven bounds one block in a Blocker's PollWait. It is shorter:
+// a provider's wait object can miss what only a read of its queue moves
+// (over ofi tcp a first write to a peer then took one whole block), so the
+// waiter looks once a second; each look costs an ofi rank about twenty
+// syscalls.
+const MaxBlockDriven = time.Second
 
 // checkEvery is how often the spin and yield phases report to the caller
 // (as if parked), so that a cancelled context ends even a long spin.
@@ -95,7 +100,8 @@ func NewDriven(s Strategy, d Driver) Backoff {
 
 // Blocker is a Driver whose PollWait blocks until the awaited change
 // arrives (the method set of rdma.BlockingPoller beyond Driver): a wait
-// may then block up to MaxBlock at a time, and Kick ends a block early.
+// may then block up to MaxBlockDriven at a time, and Kick ends a block
+// early.
 type Blocker interface {
 	Driver
 	Blocks() bool
@@ -104,7 +110,7 @@ type Blocker interface {
 
 // NewDrivenCtx is NewDriven for a wait with a context: where d is a
 // Blocker that blocks, the phase after the spins blocks in d.PollWait for
-// up to MaxBlock (or ctx's deadline), and ctx's cancellation kicks d. The
+// up to MaxBlockDriven (or ctx's deadline), and ctx's cancellation kicks d. The
 // caller must call Stop when the wait ends.
 func NewDrivenCtx(ctx context.Context, s Strategy, d Driver) Backoff {
 	b := NewDriven(s, d)
@@ -162,7 +168,7 @@ func (b *Backoff) Idle() (parked bool) {
 		if b.ctx.Err() != nil { // its kick may have come and gone
 			return true
 		}
-		b.d.PollWait(b.blockFor())
+		b.d.PollWait(b.blockFor(MaxBlockDriven))
 		return true
 	}
 	switch {
@@ -195,18 +201,18 @@ func (b *Backoff) block() bool {
 		}
 		return false
 	}
-	b.bell.Sleep(b.ticket, b.blockFor())
+	b.bell.Sleep(b.ticket, b.blockFor(MaxBlock))
 	b.ticket = b.bell.Ticket()
 	return true
 }
 
-// blockFor is how long one block may last: MaxBlock, or less to ctx's
+// blockFor is how long one block may last: most, or less to ctx's
 // deadline.
-func (b *Backoff) blockFor() time.Duration {
+func (b *Backoff) blockFor(most time.Duration) time.Duration {
 	if dl, ok := b.ctx.Deadline(); ok {
-		return min(MaxBlock, time.Until(dl))
+		return min(most, time.Until(dl))
 	}
-	return MaxBlock
+	return most
 }
 
 // Reset starts the phases over, after progress was made. It disarms the
