@@ -13,11 +13,9 @@
 //     the doorbell unless the post is aggregated. See sq.go.
 //   - A Group routes a post by its signal: an indexed signal rides that
 //     signal's SCEndpoint, no signal (or a VA signal) rides the data
-//     endpoint. Its doorbell posts the entries of all its endpoints in
-//     publish order, so a signal never overtakes the group's earlier data,
-//     and visits only the endpoints on its work list (those with
-//     published, unposted entries): a put's cost does not grow with the
-//     signals in use.
+//     endpoint. Before a non-aggregated post it rings the other endpoints
+//     of the group first, so a signal never overtakes the group's earlier
+//     data.
 //   - PutValue stages its value in the endpoint's slice of a registered
 //     slot region: slot seq%depth, free exactly when SQ entry seq is.
 //   - Contexts share m QPs per peer (Config.QPsPerPeer): context c uses QP

@@ -29,9 +29,6 @@ type Endpoint struct {
 	slotMR  rdma.MemoryRegion // PutValue staging: depth slots at slotOff
 	slotOff int
 
-	listed   atomic.Bool // on its group's work list
-	nextWork *Endpoint   // next on the work list; written by whoever lists e, read by the doorbell holder
-
 	pid         atomic.Pointer[actor.PID]    // set once the actor runs; read by fault reports
 	kicked      atomic.Bool                  // a progress kick is queued or running
 	firstErr    atomic.Pointer[errBox]       // first WQE error since the last Flush
@@ -105,15 +102,8 @@ func (e *Endpoint) post(w *rdma.WQE, counter *atomic.Uint64) error {
 		return err
 	}
 	e.fill(seq, w, counter)
-	e.publish(seq)
-	return nil
-}
-
-// publish publishes filled entry seq (sq.publish) and lists e for its
-// group's doorbell.
-func (e *Endpoint) publish(seq uint64) {
 	e.sq.publish(seq, &e.group.tickets)
-	e.group.list(e)
+	return nil
 }
 
 // fill writes w, with its WrID, and local action counter into reserved
@@ -142,7 +132,7 @@ func (e *Endpoint) postValue(w *rdma.WQE, v uint64, size int) error {
 		slot, ctr := e.sq.slot(seq)
 		*slot = rdma.WQE{Op: rdma.OpNop, WrID: wrID(e.route, seq)}
 		*ctr = nil
-		e.publish(seq)
+		e.sq.publish(seq, &e.group.tickets)
 		return fmt.Errorf("put value to rank %d: %w", e.peer, ErrClosed)
 	}
 	stage(e.slotMR.Bytes()[off:off+slotBytes], v, size)
@@ -152,7 +142,7 @@ func (e *Endpoint) postValue(w *rdma.WQE, v uint64, size int) error {
 	slot.WrID = wrID(e.route, seq)
 	slot.Local, slot.LocalOff, slot.Len = e.slotMR, off, size
 	*ctr = nil
-	e.publish(seq)
+	e.sq.publish(seq, &e.group.tickets)
 	return nil
 }
 

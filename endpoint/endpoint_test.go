@@ -437,43 +437,6 @@ func TestActorDrivesProgressWithoutWaiters(t *testing.T) {
 	assert.Equal(t, uint64(0), g.InFlight())
 }
 
-// workList returns the endpoints on g's work list.
-func workList(g *Group) (out []*Endpoint) {
-	for e := g.work.Load(); e != nil; e = e.nextWork {
-		out = append(out, e)
-	}
-	return out
-}
-
-func TestWorkListHoldsOnlyEndpointsWithUnpostedEntries(t *testing.T) {
-	// Of 64 SCEndpoints in use, the doorbell sees only those with
-	// published, unposted entries, and leaves none listed once it rang.
-	p := &fakeProvider{inline: true}
-	m := newTestManager(t, p, Config{Signals: 64})
-	g, _ := m.Group(0, 1)
-	for s := range 64 {
-		require.NoError(t, g.Post(s, signalled(1), nil, false))
-	}
-	assert.Empty(t, workList(g), "every entry posted: nothing listed")
-	require.NoError(t, g.Post(5, signalled(2), nil, true))
-	require.NoError(t, g.Post(-1, write(3), nil, true))
-	require.NoError(t, g.Post(5, signalled(4), nil, true))
-	require.NoError(t, g.Post(40, signalled(5), nil, true))
-	var sigs []int
-	for _, e := range workList(g) {
-		sigs = append(sigs, e.Signal())
-	}
-	assert.ElementsMatch(t, []int{5, -1, 40}, sigs, "each endpoint with aggregated entries listed once")
-	require.NoError(t, g.Post(63, signalled(6), nil, false))
-	assert.Empty(t, workList(g))
-	log := p.qps[0].posted()
-	var lens []int
-	for _, w := range log[64:] {
-		lens = append(lens, w.Len)
-	}
-	assert.Equal(t, []int{2, 3, 4, 5, 6}, lens, "merged in publish order across endpoints")
-}
-
 func TestManyEndpointsConcurrentOrder(t *testing.T) {
 	// Producers spread over 128 SCEndpoints and the data endpoint, mixing
 	// aggregated and rung posts: each producer's entries reach the QP in
@@ -496,7 +459,6 @@ func TestManyEndpointsConcurrentOrder(t *testing.T) {
 	}
 	wg.Wait()
 	require.NoError(t, g.Flush(deadline(t)))
-	assert.Empty(t, workList(g))
 	log := p.qps[0].posted()
 	require.Len(t, log, producers*each)
 	last := make([]int, producers)
@@ -508,29 +470,4 @@ func TestManyEndpointsConcurrentOrder(t *testing.T) {
 		require.Greater(t, w.Len, last[pr], "producer %d's posts in issue order", pr)
 		last[pr] = w.Len
 	}
-}
-
-func TestDoorbellRelistsEntriesPublishedAfterItsBound(t *testing.T) {
-	// An entry whose ticket is above the bound a doorbell round read (its
-	// publisher took the ticket after the round began) stays unposted in
-	// that round, and its endpoint goes back on the work list, so the next
-	// round posts it: nobody else would list it, since its publisher found
-	// the endpoint listed.
-	p := &fakeProvider{inline: true}
-	m := newTestManager(t, p, Config{})
-	g, _ := m.Group(0, 1)
-	e, err := g.Endpoint(2)
-	require.NoError(t, err)
-	require.NoError(t, e.post(signalled(1), nil))
-	seq := e.sq.ready.Load() - 1
-	e.sq.tickets[seq&e.sq.mask] = g.tickets.Load() + 1 // as if taken after the bound
-	require.True(t, g.posting.CompareAndSwap(false, true))
-	require.NoError(t, g.postMerged())
-	g.posting.Store(false)
-	assert.Empty(t, p.qps[0].posted(), "above the bound: not posted in this round")
-	assert.Equal(t, []*Endpoint{e}, workList(g), "listed again for the next round")
-	g.tickets.Add(1) // the late publisher's ticket is now below a new round's bound
-	require.NoError(t, g.doorbell())
-	require.Len(t, p.qps[0].posted(), 1)
-	assert.Empty(t, workList(g))
 }

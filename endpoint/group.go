@@ -28,11 +28,6 @@ type Group struct {
 
 	tickets atomic.Uint64 // publish order across the group's endpoints
 	posting atomic.Bool   // doorbell ownership: one poster at a time
-	// work lists the endpoints with published, unposted entries (linked
-	// through Endpoint.nextWork, each at most once: Endpoint.listed), so
-	// the doorbell costs what is pending, not the group's size.
-	work   atomic.Pointer[Endpoint]
-	inline bool // the group's QP completes in Post (every endpoint of a group is on one QP)
 }
 
 // Peer is the world rank of the group's peer.
@@ -92,7 +87,7 @@ func (g *Group) Post(sig int, w *rdma.WQE, counter *atomic.Uint64, aggregate boo
 		}
 	}
 	if !aggregate && e.qp.fault() == nil && g.posting.CompareAndSwap(false, true) {
-		if g.work.Load() == nil {
+		if !g.pending() {
 			if seq, ok := e.sq.tryReserve(1); ok {
 				e.fill(seq, w, counter)
 				if e.sq.posted.Load() == seq && e.sq.ready.Load() == seq {
@@ -101,7 +96,6 @@ func (g *Group) Post(sig int, w *rdma.WQE, counter *atomic.Uint64, aggregate boo
 					e.sq.ready.Store(seq + 1)
 					err := e.qp.postOne(e, seq)
 					e.sq.posted.Store(seq + 1)
-					g.kick(e)
 					return g.release(err)
 				}
 				return g.postClaimed(e, seq)
@@ -135,7 +129,7 @@ func (g *Group) cached(sig int) *Endpoint {
 // scan and its reservation): seq is published and merged with it, as the
 // queued path would. It lets the doorbell go (release).
 func (g *Group) postClaimed(e *Endpoint, seq uint64) error {
-	e.publish(seq)
+	e.sq.publish(seq, &g.tickets)
 	return g.release(g.postMerged())
 }
 
@@ -173,15 +167,12 @@ func (g *Group) PostValue(sig int, w *rdma.WQE, v uint64, size int, aggregate bo
 // order, so a signal never overtakes data published before it, however the
 // caller's posts were aggregated and whoever rings.
 //
-// It visits only the endpoints on the work list (those with published,
-// unposted entries), so its cost does not grow with the signals in use.
 // One goroutine posts at a time; one that finds the doorbell taken leaves
-// its entries to the holder, which re-checks the list after letting go
-// (sequentially consistent atomics make one of the two see the other's
-// store).
+// its entries to the holder, which re-checks after letting go (sequentially
+// consistent atomics make one of the two see the other's store).
 func (g *Group) doorbell() error {
 	var first error
-	for g.work.Load() != nil {
+	for g.pending() {
 		if !g.posting.CompareAndSwap(false, true) {
 			return first
 		}
@@ -191,37 +182,21 @@ func (g *Group) doorbell() error {
 			first = err
 		}
 	}
+	for _, e := range *g.all.Load() {
+		if !e.qp.inline && e.sq.inFlight() > 0 {
+			e.kick()
+		}
+	}
 	return first
 }
 
-// list puts e on the work list unless it is there: its publisher calls it
-// after moving ready, so a doorbell holder that took e off the list before
-// that store sees e again, and one that takes it later reads the new ready
-// (e is cleared from the list before its indices are read).
-//
-// The list is a lock-free stack whose only pop is the holder's swap of the
-// whole list, which has no ABA hazard.
-func (g *Group) list(e *Endpoint) {
-	if !e.listed.CompareAndSwap(false, true) {
-		return
-	}
-	for {
-		head := g.work.Load()
-		e.nextWork = head
-		if g.work.CompareAndSwap(head, e) {
-			return
+func (g *Group) pending() bool {
+	for _, e := range *g.all.Load() {
+		if e.sq.pending() {
+			return true
 		}
 	}
-}
-
-// kick wakes e's actor to drive progress after the doorbell posted its
-// entries (providers without inline completion). An actor once kicked
-// drives its endpoint until nothing is in flight, so only endpoints that
-// just posted need a kick.
-func (g *Group) kick(e *Endpoint) {
-	if !g.inline && e.sq.inFlight() > 0 {
-		e.kick()
-	}
+	return false
 }
 
 // cursor is one endpoint's unposted range during a merged post.
@@ -239,31 +214,18 @@ type cursor struct {
 // same goroutine or any it synchronized with, finished its ready store
 // before that one took its ticket, so before bound was read, so it is seen
 // and included too. Later entries wait for the next round.
-//
-// Only the endpoints on the work list are read: the list is taken after
-// bound, and an entry's publisher lists its endpoint before it returns, so
-// before any later entry takes a ticket. An endpoint keeps entries newer
-// than bound is listed again for the next round.
 func (g *Group) postMerged() error {
 	bound := g.tickets.Load()
 	var buf [4]cursor
 	cs := buf[:0]
-	for e := g.work.Swap(nil); e != nil; {
-		next := e.nextWork
-		e.nextWork = nil
-		e.listed.Store(false) // before ready is read: see list
-		from, ready := e.sq.posted.Load(), e.sq.ready.Load()
-		to := ready
+	for _, e := range *g.all.Load() {
+		from, to := e.sq.posted.Load(), e.sq.ready.Load()
 		for to > from && e.sq.ticket(to-1) > bound { // tickets grow along an SQ
 			to--
-		}
-		if to < ready {
-			g.list(e)
 		}
 		if from < to {
 			cs = append(cs, cursor{e, from, to})
 		}
-		e = next
 	}
 	var first error
 	for len(cs) > 0 {
@@ -290,7 +252,6 @@ func (g *Group) postMerged() error {
 		}
 		c.e.sq.posted.Store(run)
 		if c.at = run; c.at == c.end {
-			g.kick(c.e)
 			cs = append(cs[:i], cs[i+1:]...)
 		}
 	}

@@ -131,7 +131,7 @@ func (m *Manager) Group(ctx, peer int) (*Group, error) {
 		m.system.Root.Stop(data.pid.Load())
 		return g, nil
 	}
-	g = &Group{m: m, ctx: ctx, peer: peer, sc: make([]atomic.Pointer[Endpoint], m.cfg.Signals), inline: data.qp.inline}
+	g = &Group{m: m, ctx: ctx, peer: peer, sc: make([]atomic.Pointer[Endpoint], m.cfg.Signals)}
 	data.group = g
 	all := []*Endpoint{data}
 	g.all.Store(&all)

@@ -101,6 +101,9 @@ func (q *sq) publish(seq uint64, tickets *atomic.Uint64) {
 // ticket is the publish ticket of published entry seq.
 func (q *sq) ticket(seq uint64) uint64 { return q.tickets[seq&q.mask] }
 
+// pending reports whether published entries wait for a doorbell.
+func (q *sq) pending() bool { return q.posted.Load() < q.ready.Load() }
+
 // inFlight is the number of entries reserved but not yet completed.
 func (q *sq) inFlight() uint64 { return q.reserved.Load() - q.completed.Load() }
 
