@@ -42,11 +42,13 @@ echo "== go test -race"
 go test -race -timeout 20m "$@" ./...
 
 echo "== fuzz: decoders of what arrives from other ranks, briefly"
-# Seeded from valid inputs (f.Add); a longer run: -fuzztime 10m.
-go test -run '^$' -fuzz '^FuzzDecodeBody$' -fuzztime 10s ./actor
-go test -run '^$' -fuzz '^FuzzParseFrame$' -fuzztime 10s ./mailbox
-go test -run '^$' -fuzz '^FuzzDecodeBody$' -fuzztime 10s ./internal/bootstrap/remote
-go test -run '^$' -fuzz '^FuzzDecodeDescriptor$' -fuzztime 10s ./transport/rdma/shm
+# Seeded from valid inputs (f.Add); a longer run: -fuzztime 10m. Counts,
+# not durations: a -fuzztime deadline can fail a run that found nothing
+# (a race in Go's fuzzing coordinator at the deadline).
+go test -run '^$' -fuzz '^FuzzDecodeBody$' -fuzztime 20000x ./actor
+go test -run '^$' -fuzz '^FuzzParseFrame$' -fuzztime 20000x ./mailbox
+go test -run '^$' -fuzz '^FuzzDecodeBody$' -fuzztime 20000x ./internal/bootstrap/remote
+go test -run '^$' -fuzz '^FuzzDecodeDescriptor$' -fuzztime 20000x ./transport/rdma/shm
 
 echo "== ofi provider (libfabric, build tag ofi): vet and tests on tcp and sockets"
 # The default build above stays pure Go; the ofi provider needs cgo and
