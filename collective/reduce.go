@@ -7,29 +7,20 @@ type number interface {
 	~int8 | ~uint8 | ~int32 | ~uint32 | ~int64 | ~uint64 | ~float32 | ~float64
 }
 
+// reducers holds reduce's kernel for each Reducible DataType; nil for the
+// types that only move.
+var reducers = [numDataTypes]func(op Op, d, a, b []byte){
+	Int8: reduceT[int8], Uint8: reduceT[uint8], Int32: reduceT[int32], Uint32: reduceT[uint32],
+	Int64: reduceT[int64], Uint64: reduceT[uint64], Float32: reduceT[float32], Float64: reduceT[float64],
+}
+
 // reduce sets d[i] = a[i] op b[i] over len(d) bytes of elements of dt;
 // d may be a or b (element-wise in place). dt must be Reducible.
 func reduce(dt DataType, op Op, d, a, b []byte) {
-	switch dt {
-	case Int8:
-		reduceT[int8](op, d, a, b)
-	case Uint8:
-		reduceT[uint8](op, d, a, b)
-	case Int32:
-		reduceT[int32](op, d, a, b)
-	case Uint32:
-		reduceT[uint32](op, d, a, b)
-	case Int64:
-		reduceT[int64](op, d, a, b)
-	case Uint64:
-		reduceT[uint64](op, d, a, b)
-	case Float32:
-		reduceT[float32](op, d, a, b)
-	case Float64:
-		reduceT[float64](op, d, a, b)
-	default:
+	if dt >= numDataTypes || reducers[dt] == nil {
 		panic("collective: reduce of " + dt.String()) // callers check Reducible
 	}
+	reducers[dt](op, d, a, b)
 }
 
 func reduceT[T number](op Op, d, a, b []byte) {
