@@ -43,14 +43,18 @@ func rounds(n int) int {
 	return bits.Len(uint(n - 1))
 }
 
-// slots checks that signals [base, base+n) exist on x's Comm and that the
-// team is well formed.
+// slots checks that signals [base, base+n) exist on x's Comm, that the
+// team is well formed and that its members are peers of this rank
+// (gin.Comm.CheckTeam).
 func slots(x *gin.Context, team gin.Team, signal0 gin.Signal, index uint32, perIndex int) (gin.Signal, error) {
 	if x == nil {
 		return 0, fmt.Errorf("barrier: nil context: %w", gin.ErrBadArgument)
 	}
 	if team.NRanks < 1 || team.Rank < 0 || team.Rank >= team.NRanks {
 		return 0, fmt.Errorf("barrier: team {rank %d, nranks %d}: %w", team.Rank, team.NRanks, gin.ErrBadArgument)
+	}
+	if err := x.Comm().CheckTeam(team); err != nil {
+		return 0, fmt.Errorf("barrier: %w", err)
 	}
 	first := uint64(signal0) + uint64(index)*uint64(perIndex)
 	if have := uint64(x.Comm().Signals()); first+uint64(perIndex) > have {

@@ -54,7 +54,9 @@ var _ Syncer = (*Session)(nil)
 //
 // Errors: gin.ErrUnknownSignal when the Comm lacks the slots;
 // gin.ErrBadArgument for a malformed team, or WithEpoch on slots in use;
-// gin's errors from posting WithEpoch's offset.
+// gin.ErrNotPeer for a team with a member outside gin.Config.Peers (or
+// gin.ErrPeerOutOfRange for one past the world); gin's errors from posting
+// WithEpoch's offset.
 func NewSession(x *gin.Context, team gin.Team, signal0 gin.Signal, index uint32, opts ...Option) (*Session, error) {
 	base, err := slots(x, team, signal0, index, team.NRanks)
 	if err != nil {

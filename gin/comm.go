@@ -37,6 +37,13 @@ type Comm struct {
 	system *actor.ActorSystem
 	eps    *endpoint.Manager
 
+	// peers is Config.Peers sorted, with this rank and without duplicates;
+	// slot maps a world rank to its index in it (-1: not a peer). Both nil
+	// without Config.Peers. slots is the length of per-peer arrays.
+	peers []int
+	slot  []int32
+	slots int
+
 	signals  *Window // Signals value words, then mode words from modeBase
 	counters []atomic.Uint64
 	shadows  []atomic.Uint64
@@ -55,12 +62,14 @@ type Comm struct {
 }
 
 // NewComm builds rank boot.Rank()'s Comm over boot. Collective: every rank
-// calls it with an equal cfg. The ranks first exchange their host
-// identities (hostname and boot id, or RDMACTOR_HOST_ID), which the
-// provider gets as rdma.Config.Hosts and which set LocalRanks and the
-// default LSA team. It fails with an *rdma.UnsupportedError
-// (ErrNotSupported) when the provider lacks what cfg.Require names or the
-// signal count it asks for.
+// calls it with an equal cfg, but for Peers, which is each rank's own. The
+// ranks first exchange their host identities (hostname and boot id, or
+// RDMACTOR_HOST_ID), which the provider gets as rdma.Config.Hosts and which
+// set LocalRanks and the default LSA team, and their peer sets. It fails
+// with an *rdma.UnsupportedError (ErrNotSupported) when the provider lacks
+// what cfg.Require names or the signal count it asks for, and with
+// ErrBadArgument for a Peers naming a rank outside the world (also
+// ErrPeerOutOfRange) or peer sets that are not symmetric (on every rank).
 func NewComm(ctx context.Context, boot Bootstrap, cfg Config) (*Comm, error) {
 	return newComm(ctx, boot, cfg, hostID())
 }
@@ -73,6 +82,9 @@ func newComm(ctx context.Context, boot Bootstrap, cfg Config, host string) (*Com
 	}
 	c := &Comm{cfg: cfg, boot: boot, rank: boot.Rank(), size: boot.Size()}
 	c.lostPeer = make([]atomic.Pointer[rdma.PeerLostError], c.size)
+	if err := c.setPeers(); err != nil {
+		return nil, err
+	}
 	if err := c.gatherHosts(ctx, host); err != nil {
 		return nil, fmt.Errorf("new comm: %w", err)
 	}
@@ -118,7 +130,7 @@ func newComm(ctx context.Context, boot Bootstrap, cfg Config, host string) (*Com
 	}
 	c.contexts = make([]*Context, cfg.Contexts)
 	for i := range c.contexts {
-		c.contexts[i] = &Context{c: c, index: i, groups: make([]atomic.Pointer[endpoint.Group], c.size)}
+		c.contexts[i] = &Context{c: c, index: i, groups: make([]atomic.Pointer[endpoint.Group], c.slots)}
 	}
 	boot.OnLost(c.peerLost)
 	return c, nil

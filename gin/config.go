@@ -47,6 +47,18 @@ type Config struct {
 	// FailPeer only the posts to that rank (ErrPeerLost naming it), while
 	// the other ranks go on. Package actor uses FailPeer.
 	PeerFailure FailureMode
+	// Peers, where not nil, are the world ranks this rank exchanges with
+	// (NCCL 2.32's NCCL_GIN_CONNECTION_CUSTOM_ARRAY, the ginCustomArray of
+	// ncclDevCommRequirements): windows import, and contexts connect to,
+	// only these ranks and this one, so a rank pays no address-vector
+	// entry, connection or mapping for the others. Puts, gets and signals
+	// to another rank, and CheckTeam over a team holding one, fail with
+	// ErrNotPeer. Nil: every rank (the default); empty: this rank alone.
+	// Duplicates and this rank are ignored; a rank outside the world
+	// fails NewComm. Unlike the rest of Config it is each rank's own, and
+	// the sets must be symmetric: if rank a lists b, b lists a (NewComm
+	// checks this on every rank and fails on all of them otherwise).
+	Peers []int
 }
 
 // FailureMode is Config.PeerFailure.

@@ -19,17 +19,17 @@ import (
 // that put's signal was seen.
 //
 // Errors: ErrNotSupported where the provider cannot read
-// (Capabilities().Get); otherwise those of Put.
+// (Capabilities().Get); otherwise those of Put (ErrNotPeer included).
 func (x *Context) Get(team Team, peer int, dst *Window, dstOff int, src *Window, srcOff int, bytes int,
 	local LocalAction, opts ...Option) error {
 	c := x.c
 	if !c.caps.Get {
 		return fmt.Errorf("get on provider %s: %w", c.prov.Name(), ErrNotSupported)
 	}
-	r, ctr, err := x.dataCheck(team, peer, dst, dstOff, src, srcOff, bytes, local, "get destination", "get source")
+	p, ctr, err := x.dataCheck(team, peer, dst, dstOff, src, srcOff, bytes, local, "get destination", "get source")
 	if err != nil {
 		return err
 	}
-	w := rdma.WQE{Op: rdma.OpRead, Local: dst.mr, LocalOff: dstOff, Remote: src.remotes[r], RemoteOff: srcOff, Len: bytes}
-	return x.send(r, &w, None, ctr, 0, 0, opts)
+	w := rdma.WQE{Op: rdma.OpRead, Local: dst.mr, LocalOff: dstOff, Remote: src.remotes[p.slot], RemoteOff: srcOff, Len: bytes}
+	return x.send(p, &w, None, ctr, 0, 0, opts)
 }

@@ -29,24 +29,29 @@ func hostID() string {
 }
 
 // gatherHosts learns every rank's host identity (me is this rank's) with a
-// control-plane all-gather, and so how many ranks share this rank's host.
-// Collective; NewComm runs it before it opens the provider, which picks a
-// transport per peer from the result (rdma.Config.Hosts).
+// control-plane all-gather, and so how many ranks share this rank's host;
+// the same exchange carries every rank's peer set (Config.Peers), whose
+// symmetry it checks. Collective; NewComm runs it before it opens the
+// provider, which picks a transport per peer from the result
+// (rdma.Config.Hosts).
 func (c *Comm) gatherHosts(ctx context.Context, me string) error {
-	all, err := c.boot.AllGather(ctx, []byte(me))
+	all, err := c.boot.AllGather(ctx, c.hello(me))
 	if err != nil {
 		return fmt.Errorf("exchange host ids: %w", err)
 	}
 	c.hosts = make([]string, len(all))
+	sets := make([][]int, len(all))
 	n := 0
-	for r, id := range all {
-		c.hosts[r] = string(id)
+	for r, b := range all {
+		if c.hosts[r], sets[r], err = readHello(r, len(all), b); err != nil {
+			return err
+		}
 		if c.hosts[r] == me {
 			n++
 		}
 	}
 	c.local = n
-	return nil
+	return checkSymmetric(sets)
 }
 
 // hostBlock is the LSA size the hosts give, as NCCL's LSA team is the

@@ -18,7 +18,7 @@ import (
 type Context struct {
 	c      *Comm
 	index  int
-	groups []atomic.Pointer[endpoint.Group] // by world rank
+	groups []atomic.Pointer[endpoint.Group] // by peer slot (Comm.slotOf)
 }
 
 // Comm is the context's communicator.
@@ -27,17 +27,17 @@ func (x *Context) Comm() *Comm { return x.c }
 // Index is the context's index, 0 <= Index < Comm.ContextCount().
 func (x *Context) Index() int { return x.index }
 
-// group returns the endpoints to world rank r, cached per context so the
-// hot path takes no lock.
-func (x *Context) group(r int) (*endpoint.Group, error) {
-	if g := x.groups[r].Load(); g != nil {
+// group returns the endpoints to world rank r (peer slot slot), cached per
+// context so the hot path takes no lock.
+func (x *Context) group(r, slot int) (*endpoint.Group, error) {
+	if g := x.groups[slot].Load(); g != nil {
 		return g, nil
 	}
 	g, err := x.c.eps.Group(x.index, r)
 	if err != nil {
 		return nil, err
 	}
-	x.groups[r].Store(g)
+	x.groups[slot].Store(g)
 	return g, nil
 }
 
@@ -63,41 +63,42 @@ func (c *Comm) check() error {
 // peer. Put returns once the put is queued, not delivered: use a signal to
 // learn delivery and Flush to reuse sources.
 //
-// Errors: ErrClosed; ErrPeerOutOfRange; ErrOutOfBounds (nothing written);
+// Errors: ErrClosed; ErrPeerOutOfRange; ErrNotPeer for a rank outside
+// Config.Peers; ErrOutOfBounds (nothing written);
 // ErrUnknownSignal, ErrUnknownCounter; ErrBadArgument for a VA signal on a
 // window without StrictOrdering; ErrMixedSignalOps; ErrPeerLost;
 // endpoint.ErrRingFull when the SQ stayed full for Config.PostTimeout.
 func (x *Context) Put(team Team, peer int, dst *Window, dstOff int, src *Window, srcOff int, bytes int,
 	remote RemoteAction, local LocalAction, opts ...Option) error {
-	r, ctr, err := x.dataCheck(team, peer, dst, dstOff, src, srcOff, bytes, local, "put destination", "put source")
+	p, ctr, err := x.dataCheck(team, peer, dst, dstOff, src, srcOff, bytes, local, "put destination", "put source")
 	if err != nil {
 		return err
 	}
-	w := rdma.WQE{Op: rdma.OpWrite, Local: src.mr, LocalOff: srcOff, Remote: dst.remotes[r], RemoteOff: dstOff, Len: bytes}
-	return x.send(r, &w, remote, ctr, 0, 0, opts)
+	w := rdma.WQE{Op: rdma.OpWrite, Local: src.mr, LocalOff: srcOff, Remote: dst.remotes[p.slot], RemoteOff: dstOff, Len: bytes}
+	return x.send(p, &w, remote, ctr, 0, 0, opts)
 }
 
 // dataCheck is the checks of a data transfer: the route to peer, both
 // ranges (named dstWhat and srcWhat in errors) and the counter. It returns
-// the world rank and the counter word (nil without CounterInc).
+// the peer and the counter word (nil without CounterInc).
 func (x *Context) dataCheck(team Team, peer int, dst *Window, dstOff int, src *Window, srcOff int, bytes int,
-	local LocalAction, dstWhat, srcWhat string) (int, *atomic.Uint64, error) {
-	r, err := x.route(team, peer)
+	local LocalAction, dstWhat, srcWhat string) (target, *atomic.Uint64, error) {
+	p, err := x.route(team, peer)
 	if err != nil {
-		return 0, nil, err
+		return target{}, nil, err
 	}
 	if err := x.c.own(dst, dstWhat, dstOff, bytes); err != nil {
-		return 0, nil, err
+		return target{}, nil, err
 	}
 	if err := x.c.own(src, srcWhat, srcOff, bytes); err != nil {
-		return 0, nil, err
+		return target{}, nil, err
 	}
 	if bytes > x.c.caps.MaxPutSize { // providers trust gin's checks (rdma.CheckWQE)
-		return 0, nil, &rdma.UnsupportedError{Provider: x.c.prov.Name(),
+		return target{}, nil, &rdma.UnsupportedError{Provider: x.c.prov.Name(),
 			Feature: fmt.Sprintf("a %s of %d bytes (Capabilities.MaxPutSize %d)", dstWhat, bytes, x.c.caps.MaxPutSize)}
 	}
 	ctr, err := x.c.counterOf(local)
-	return r, ctr, err
+	return p, ctr, err
 }
 
 // PutValue writes the low size bytes (1, 2, 4 or 8) of value, little-endian,
@@ -110,15 +111,15 @@ func (x *Context) PutValue(team Team, peer int, dst *Window, dstOff int, value u
 	if size != 1 && size != 2 && size != 4 && size != 8 {
 		return fmt.Errorf("put value of %d bytes: want 1, 2, 4 or 8: %w", size, ErrBadArgument)
 	}
-	r, err := x.route(team, peer)
+	p, err := x.route(team, peer)
 	if err != nil {
 		return err
 	}
 	if err := x.c.own(dst, "put value destination", dstOff, size); err != nil {
 		return err
 	}
-	w := rdma.WQE{Op: rdma.OpWrite, Remote: dst.remotes[r], RemoteOff: dstOff}
-	return x.send(r, &w, remote, nil, value, size, opts)
+	w := rdma.WQE{Op: rdma.OpWrite, Remote: dst.remotes[p.slot], RemoteOff: dstOff}
+	return x.send(p, &w, remote, nil, value, size, opts)
 }
 
 // Signal applies remote at the peer with no data (ncclGin::signal, NCCL
@@ -128,39 +129,46 @@ func (x *Context) Signal(team Team, peer int, remote RemoteAction, opts ...Optio
 	if remote.kind == remoteNone {
 		return fmt.Errorf("signal with no remote action: %w", ErrBadArgument)
 	}
-	r, err := x.route(team, peer)
+	p, err := x.route(team, peer)
 	if err != nil {
 		return err
 	}
 	w := rdma.WQE{Op: rdma.OpSignal}
-	return x.send(r, &w, remote, nil, 0, 0, opts)
+	return x.send(p, &w, remote, nil, 0, 0, opts)
 }
 
+// target is where a post goes: a world rank and its peer slot.
+type target struct{ rank, slot int }
+
 // route is the common front of every post: the Comm is usable and team
-// peer maps to a world rank.
-func (x *Context) route(team Team, peer int) (int, error) {
+// peer maps to a world rank in the peer set.
+func (x *Context) route(team Team, peer int) (target, error) {
 	if err := x.c.check(); err != nil {
-		return 0, err
+		return target{}, err
 	}
 	r, err := team.worldRank(x.c.rank, x.c.size, peer)
 	if err != nil {
-		return 0, err
+		return target{}, err
+	}
+	slot, err := x.c.slotOf(r)
+	if err != nil {
+		return target{}, err
 	}
 	if e := x.c.lostPeer[r].Load(); e != nil {
-		return 0, e
+		return target{}, e
 	}
-	return r, nil
+	return target{r, slot}, nil
 }
 
-// send fills w's signal from remote and posts w to world rank r on the
-// endpoint the signal routes to; size > 0 posts value as a PutValue.
-func (x *Context) send(r int, w *rdma.WQE, remote RemoteAction, ctr *atomic.Uint64, value uint64, size int, opts []Option) error {
+// send fills w's signal from remote and posts w to p on the endpoint the
+// signal routes to; size > 0 posts value as a PutValue.
+func (x *Context) send(p target, w *rdma.WQE, remote RemoteAction, ctr *atomic.Uint64, value uint64, size int, opts []Option) error {
 	c := x.c
-	sig, err := c.signalOf(remote, r, &w.Signal)
+	sig, err := c.signalOf(remote, p.slot, &w.Signal)
 	if err != nil {
 		return err
 	}
-	g, err := x.group(r)
+	g, err := x.group(p.rank, p.slot)
 	if err != nil {
 		return err
 	}
@@ -252,9 +260,9 @@ func (h *FlushHandle) Done() bool {
 	return true
 }
 
-// signalOf fills s for remote action a towards world rank r and returns the
-// signal index that routes the post (-1: the data endpoint).
-func (c *Comm) signalOf(a RemoteAction, r int, s *rdma.Signal) (int, error) {
+// signalOf fills s for remote action a towards the peer of slot slot and
+// returns the signal index that routes the post (-1: the data endpoint).
+func (c *Comm) signalOf(a RemoteAction, slot int, s *rdma.Signal) (int, error) {
 	switch a.kind {
 	case remoteNone:
 		return -1, nil
@@ -266,7 +274,7 @@ func (c *Comm) signalOf(a RemoteAction, r int, s *rdma.Signal) (int, error) {
 		if a.kind == remoteAdd {
 			mode = rdma.SignalAdd
 		}
-		*s = c.indexed(mode, a, r)
+		*s = c.indexed(mode, a, slot)
 		return int(a.signal), nil
 	default: // VA signal
 		if err := a.window.vaWord("VA signal", a.offset); err != nil {
@@ -275,16 +283,16 @@ func (c *Comm) signalOf(a RemoteAction, r int, s *rdma.Signal) (int, error) {
 		if a.window.c != c {
 			return 0, fmt.Errorf("VA signal: window of another comm: %w", ErrBadArgument)
 		}
-		*s = rdma.Signal{Mode: rdma.SignalVA, Region: a.window.remotes[r], Off: a.offset, Value: a.value, ModeOff: -1}
+		*s = rdma.Signal{Mode: rdma.SignalVA, Region: a.window.remotes[slot], Off: a.offset, Value: a.value, ModeOff: -1}
 		return -1, nil
 	}
 }
 
 // indexed is the rdma.Signal of indexed remote action a (SignalInc or
-// SignalAdd, as mode) towards world rank r: the peer's signal word and its
-// mode word.
-func (c *Comm) indexed(mode rdma.SignalMode, a RemoteAction, r int) rdma.Signal {
-	return rdma.Signal{Mode: mode, Region: c.signals.remotes[r], Off: 8 * int(a.signal), Value: a.value, ModeOff: c.modeOff(a.signal)}
+// SignalAdd, as mode) towards the peer of slot slot: the peer's signal
+// word and its mode word.
+func (c *Comm) indexed(mode rdma.SignalMode, a RemoteAction, slot int) rdma.Signal {
+	return rdma.Signal{Mode: mode, Region: c.signals.remotes[slot], Off: 8 * int(a.signal), Value: a.value, ModeOff: c.modeOff(a.signal)}
 }
 
 // counterOf returns the counter word a local action ticks, or nil.

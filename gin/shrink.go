@@ -34,7 +34,8 @@ var ErrRankZeroLost = bootstrap.ErrRankZeroLost
 // again without it (at most Size times).
 //
 // The new Comm has c's Config but for LSASize, which goes back to its
-// default (the survivors need not split evenly); it has its own provider
+// default (the survivors need not split evenly), and Peers, which keeps
+// the surviving peers under their new ranks; it has its own provider
 // instance, signals, counters and contexts, all at zero. c's windows stay
 // c's: register windows again on the new Comm (RegisterWindow is
 // collective over the survivors), and layers over gin (package barrier,
@@ -61,6 +62,15 @@ func (c *Comm) Shrink(ctx context.Context) (*Comm, error) {
 		nb, err := s.Shrink(ctx, c.LostPeers())
 		if err != nil {
 			return nil, fmt.Errorf("gin: shrink: %w", err)
+		}
+		cfg.Peers = nil
+		if c.peers != nil {
+			sh, ok := nb.(bootstrap.Shrunk)
+			if !ok {
+				nb.Close()
+				return nil, fmt.Errorf("gin: shrink: bootstrap %T gives no parent ranks to carry Config.Peers over: %w", nb, ErrNotSupported)
+			}
+			cfg.Peers = shrunkPeers(c.peers, sh.ParentRanks())
 		}
 		nc, err := NewComm(ctx, nb, cfg)
 		if err == nil {

@@ -26,7 +26,7 @@ type Window struct {
 	flags   WindowFlags
 	size    int
 	mr      rdma.MemoryRegion
-	remotes []rdma.RemoteRegion // by world rank, including this rank
+	remotes []rdma.RemoteRegion // by peer slot (Comm.slotOf), including this rank
 	closing atomic.Bool
 }
 
@@ -64,15 +64,17 @@ func (c *Comm) RegisterWindow(ctx context.Context, size int, flags WindowFlags) 
 }
 
 // register allocates a region, swaps descriptors with every rank, imports
-// theirs, and after a barrier (every rank has imported every region) lets
-// the provider drop its names (shm unlinks its files, so nothing is left
-// behind even if a rank is killed later).
+// those of its peers (Config.Peers: every rank by default), and after a
+// barrier (every rank has imported what it needs) lets the provider drop
+// its names (shm unlinks its files, so nothing is left behind even if a
+// rank is killed later). Every rank's size and flags are checked, peer or
+// not, so that all ranks agree on failure.
 func (c *Comm) register(ctx context.Context, size int, flags WindowFlags) (*Window, error) {
 	mr, err := c.prov.RegisterMemory(size, 0)
 	if err != nil {
 		return nil, err
 	}
-	w := &Window{c: c, flags: flags, size: size, mr: mr, remotes: make([]rdma.RemoteRegion, c.size)}
+	w := &Window{c: c, flags: flags, size: size, mr: mr, remotes: make([]rdma.RemoteRegion, c.slots)}
 	desc := binary.LittleEndian.AppendUint64(nil, uint64(size))
 	desc = binary.LittleEndian.AppendUint32(desc, uint32(flags))
 	all, err := c.boot.AllGather(ctx, append(desc, mr.Descriptor()...))
@@ -85,7 +87,11 @@ func (c *Comm) register(ctx context.Context, size int, flags WindowFlags) (*Wind
 			err = fmt.Errorf("rank %d registers a different size or flags (this rank: %d bytes, flags %#x): %w", r, size, flags, ErrBadArgument)
 			break
 		}
-		if w.remotes[r], err = c.prov.Import(r, d[12:]); err != nil {
+		slot, nerr := c.slotOf(r)
+		if nerr != nil {
+			continue // no import, no address-vector entry, no mapping
+		}
+		if w.remotes[slot], err = c.prov.Import(r, d[12:]); err != nil {
 			err = fmt.Errorf("import rank %d's region: %w", r, err)
 			break
 		}
