@@ -103,13 +103,15 @@ static int rdx_av_insert(struct fid_av *av, const void *name, fi_addr_t *out) {
 	return n == 1 ? 0 : (n < 0 ? n : -FI_EINVAL);
 }
 static int rdx_close(struct fid *f) { return fi_close(f); }
-static struct fid *rdx_ep_fid(struct fid_ep *p) { return &p->fid; }
-static struct fid *rdx_cq_fid(struct fid_cq *p) { return &p->fid; }
-static struct fid *rdx_av_fid(struct fid_av *p) { return &p->fid; }
-static struct fid *rdx_cntr_fid(struct fid_cntr *p) { return &p->fid; }
-static struct fid *rdx_mr_fid(struct fid_mr *p) { return &p->fid; }
-static struct fid *rdx_domain_fid(struct fid_domain *p) { return &p->fid; }
-static struct fid *rdx_fabric_fid(struct fid_fabric *p) { return &p->fid; }
+// The rdx_*_fid accessors map NULL to NULL so that closeFID can skip
+// objects that were never opened.
+static struct fid *rdx_ep_fid(struct fid_ep *p) { return p ? &p->fid : NULL; }
+static struct fid *rdx_cq_fid(struct fid_cq *p) { return p ? &p->fid : NULL; }
+static struct fid *rdx_av_fid(struct fid_av *p) { return p ? &p->fid : NULL; }
+static struct fid *rdx_cntr_fid(struct fid_cntr *p) { return p ? &p->fid : NULL; }
+static struct fid *rdx_mr_fid(struct fid_mr *p) { return p ? &p->fid : NULL; }
+static struct fid *rdx_domain_fid(struct fid_domain *p) { return p ? &p->fid : NULL; }
+static struct fid *rdx_fabric_fid(struct fid_fabric *p) { return p ? &p->fid : NULL; }
 
 // rdx_mr_reg registers [buf, buf+len). With bind_ep (FI_MR_ENDPOINT) the
 // region is bound to ep and enabled; with rma_event (FI_MR_RMA_EVENT) it is
@@ -420,35 +422,16 @@ func (f *fabricObjs) open(i *C.struct_fi_info, cqSize int, wait bool) error {
 // domain and fabric (fi_close order rules, fi_domain(3)).
 func (f *fabricObjs) close() error {
 	var first error
-	cl := func(what string, fid *C.struct_fid) {
-		if r := C.rdx_close(fid); r != 0 && first == nil {
-			first = newFabricError("fi_close "+what, int(r))
-		}
-	}
-	if f.ep != nil {
-		cl("endpoint", C.rdx_ep_fid(f.ep))
-		f.ep = nil
-	}
+	closeFID(&first, "endpoint", C.rdx_ep_fid(f.ep))
 	if f.waiter != nil {
 		f.waiter.close()
 		f.waiter = nil
 	}
-	if f.cq != nil {
-		cl("cq", C.rdx_cq_fid(f.cq))
-		f.cq = nil
-	}
-	if f.av != nil {
-		cl("av", C.rdx_av_fid(f.av))
-		f.av = nil
-	}
-	if f.dom != nil {
-		cl("domain", C.rdx_domain_fid(f.dom))
-		f.dom = nil
-	}
-	if f.fab != nil {
-		cl("fabric", C.rdx_fabric_fid(f.fab))
-		f.fab = nil
-	}
+	closeFID(&first, "cq", C.rdx_cq_fid(f.cq))
+	closeFID(&first, "av", C.rdx_av_fid(f.av))
+	closeFID(&first, "domain", C.rdx_domain_fid(f.dom))
+	closeFID(&first, "fabric", C.rdx_fabric_fid(f.fab))
+	f.ep, f.cq, f.av, f.dom, f.fab = nil, nil, nil, nil, nil
 	if f.info != nil {
 		C.fi_freeinfo(f.info)
 		f.info = nil
@@ -522,15 +505,21 @@ func (f *fabricObjs) regMR(mem []byte, access, key uint64, bindEP, rmaEvent bool
 }
 
 func (m *mr) close() error {
-	if m.c == nil {
-		return nil
-	}
-	r := C.rdx_close(C.rdx_mr_fid(m.c))
+	var err error
+	closeFID(&err, "mr", C.rdx_mr_fid(m.c))
 	m.c = nil
-	if r != 0 {
-		return newFabricError("fi_close mr", int(r))
+	return err
+}
+
+// closeFID closes fid (fi_close(3)) unless it is nil, and keeps the first
+// failure in *first as a FabricError naming what was closed.
+func closeFID(first *error, what string, fid *C.struct_fid) {
+	if fid == nil {
+		return
 	}
-	return nil
+	if r := C.rdx_close(fid); r != 0 && *first == nil {
+		*first = newFabricError("fi_close "+what, int(r))
+	}
 }
 
 // ctx is a C-allocated operation context.
@@ -689,18 +678,9 @@ func (f *fabricObjs) openSC() (scEndpoint, error) {
 
 func (s *scEndpoint) close() error {
 	var first error
-	if s.ep != nil {
-		if r := C.rdx_close(C.rdx_ep_fid(s.ep)); r != 0 {
-			first = newFabricError("fi_close signal endpoint", int(r))
-		}
-		s.ep = nil
-	}
-	if s.cntr != nil {
-		if r := C.rdx_close(C.rdx_cntr_fid(s.cntr)); r != 0 && first == nil {
-			first = newFabricError("fi_close counter", int(r))
-		}
-		s.cntr = nil
-	}
+	closeFID(&first, "signal endpoint", C.rdx_ep_fid(s.ep))
+	closeFID(&first, "counter", C.rdx_cntr_fid(s.cntr))
+	s.ep, s.cntr = nil, nil
 	return first
 }
 
