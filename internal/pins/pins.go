@@ -40,6 +40,16 @@ func (p *Pins) Unpin() { p.state.Add(-1) }
 // Closed reports whether Close has begun.
 func (p *Pins) Closed() bool { return p.state.Load() < 0 }
 
+// Window returns mem[:n:n] while the resource is open and nil once Close
+// has begun: what a region's Bytes hands out (rdma.MemoryRegion), so that
+// no caller is given memory that Close is about to unmap.
+func (p *Pins) Window(mem []byte, n int) []byte {
+	if p.Closed() {
+		return nil
+	}
+	return mem[:n:n]
+}
+
 // Close fails every later Pin and waits until no pin is held. It reports
 // false, at once, if Close had begun before. Pins are held for the length
 // of one call (a copy, a post, an atomic add), so the wait yields rather

@@ -57,3 +57,14 @@ func TestCloseUnderPins(t *testing.T) {
 	assert.Zero(t, held.Load())
 	wg.Wait()
 }
+
+func TestWindowNilOnceClosing(t *testing.T) {
+	var p pins.Pins
+	mem := make([]byte, 16)
+	w := p.Window(mem, 8)
+	require.Len(t, w, 8)
+	assert.Equal(t, 8, cap(w), "the window cannot be resliced past n")
+	assert.Same(t, &mem[0], &w[0])
+	require.True(t, p.Close())
+	assert.Nil(t, p.Window(mem, 8))
+}

@@ -1,6 +1,7 @@
 package hybrid
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -294,12 +295,7 @@ func (r *Region) Bytes() []byte {
 
 // Descriptor returns a copy of what a peer passes to Import (both halves),
 // or nil for a LocalOnly region.
-func (r *Region) Descriptor() []byte {
-	if r.desc == nil {
-		return nil
-	}
-	return append([]byte(nil), r.desc...)
-}
+func (r *Region) Descriptor() []byte { return bytes.Clone(r.desc) }
 
 // Doorbell is the shm doorbell of the mapping, rung by shm peers and by
 // the ofi progress after each signal add to a word of the region; nil for

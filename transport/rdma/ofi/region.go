@@ -3,6 +3,7 @@
 package ofi
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -38,24 +39,14 @@ var _ rdma.MemoryRegion = (*Region)(nil)
 
 // Bytes returns the region's memory: exactly Size bytes, zeroed at
 // registration; nil after Close.
-func (r *Region) Bytes() []byte {
-	if r.pins.Closed() {
-		return nil
-	}
-	return r.mem[:r.size:r.size]
-}
+func (r *Region) Bytes() []byte { return r.pins.Window(r.mem, r.size) }
 
 // Size is the region's length in bytes.
 func (r *Region) Size() int { return r.size }
 
 // Descriptor returns a copy of what a peer passes to Import, or nil for a
 // LocalOnly region.
-func (r *Region) Descriptor() []byte {
-	if r.desc == nil {
-		return nil
-	}
-	return append([]byte(nil), r.desc...)
-}
+func (r *Region) Descriptor() []byte { return bytes.Clone(r.desc) }
 
 // Close deregisters the region. Peers' later writes to it fail at the
 // peers. The memory stays mapped until the provider closes (libfabric may

@@ -1,6 +1,7 @@
 package shm
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"sync"
@@ -71,24 +72,14 @@ func (r *Region) Doorbell() rdma.Doorbell {
 // Bytes returns the region's memory: exactly Size bytes, zeroed at
 // registration. It returns nil after Close; the slice must not be used
 // after Close either (its pages are unmapped).
-func (r *Region) Bytes() []byte {
-	if r.pins.Closed() {
-		return nil
-	}
-	return r.mem[:r.size:r.size]
-}
+func (r *Region) Bytes() []byte { return r.pins.Window(r.mem, r.size) }
 
 // Size is the region's length in bytes.
 func (r *Region) Size() int { return r.size }
 
 // Descriptor returns a copy of what a peer passes to Import (40 bytes), or
 // nil for a LocalOnly region.
-func (r *Region) Descriptor() []byte {
-	if r.desc == nil {
-		return nil
-	}
-	return append([]byte(nil), r.desc...)
-}
+func (r *Region) Descriptor() []byte { return bytes.Clone(r.desc) }
 
 // Path is where peers open an exported region: /proc/<pid>/fd/<fd> for a
 // memfd (valid while the region is open), the file in the shm directory in
