@@ -27,6 +27,7 @@ type Group struct {
 	all atomic.Pointer[[]*Endpoint] // data endpoint first, then SCEndpoints by creation
 
 	tickets atomic.Uint64 // publish order across the group's endpoints
+	posted  atomic.Uint64 // entries with a ticket handed to the QP
 	posting atomic.Bool   // doorbell ownership: one poster at a time
 }
 
@@ -182,15 +183,28 @@ func (g *Group) doorbell() error {
 			first = err
 		}
 	}
-	for _, e := range *g.all.Load() {
-		if !e.qp.inline && e.sq.inFlight() > 0 {
+	all := *g.all.Load()
+	if all[0].qp.inline { // the endpoints of a group share one provider
+		return first
+	}
+	for _, e := range all {
+		if e.sq.inFlight() > 0 {
 			e.kick()
 		}
 	}
 	return first
 }
 
+// pending reports whether an endpoint of the group holds published
+// entries not yet posted. Every published entry took a ticket before it
+// became ready, so when as many entries were posted as took a ticket none
+// waits, and the endpoints need no scan: a put then costs the same however
+// many endpoints (signals in use) the group has.
 func (g *Group) pending() bool {
+	// posted first: it never passes the tickets taken before it is read.
+	if g.posted.Load() == g.tickets.Load() {
+		return false
+	}
 	for _, e := range *g.all.Load() {
 		if e.sq.pending() {
 			return true
@@ -251,6 +265,7 @@ func (g *Group) postMerged() error {
 			first = err
 		}
 		c.e.sq.posted.Store(run)
+		g.posted.Add(run - c.at)
 		if c.at = run; c.at == c.end {
 			cs = append(cs[:i], cs[i+1:]...)
 		}
