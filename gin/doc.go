@@ -59,9 +59,10 @@
 // # Errors
 //
 // Bad input is an error at the call, never a corrupted peer: peers outside
-// the team (ErrPeerOutOfRange), offsets outside a window (ErrOutOfBounds),
-// unknown signals, counters and contexts, malformed sizes and bits
-// (ErrBadArgument), use after Close (ErrClosed). Once the bootstrap reports
+// the team (ErrPeerOutOfRange) or outside Config.Peers (ErrNotPeer),
+// offsets outside a window (ErrOutOfBounds), unknown signals, counters and
+// contexts, malformed sizes and bits (ErrBadArgument), use after Close
+// (ErrClosed). Once the bootstrap reports
 // a lost rank, every wait and post of the Comm ends with ErrPeerLost
 // (Config.PeerFailure FailComm, the default), or only the posts to that
 // rank do (FailPeer: Comm.PeerErr and LostPeers say which ranks).

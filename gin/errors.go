@@ -26,6 +26,11 @@ var (
 	// ErrPeerOutOfRange is returned when a peer is not in 0..team.NRanks-1
 	// or maps outside the world.
 	ErrPeerOutOfRange = errors.New("peer outside the team")
+	// ErrNotPeer is returned by Put, PutValue, Signal, Get and
+	// Comm.CheckTeam for a world rank outside this rank's peer set
+	// (Config.Peers): the Comm holds no import of that rank's regions and
+	// no connection to it. The error names the rank; nothing is queued.
+	ErrNotPeer = errors.New("rank outside this rank's peer set (Config.Peers)")
 	// ErrUnknownSignal is returned for a signal index >= Config.Signals.
 	ErrUnknownSignal = errors.New("unknown signal id")
 	// ErrUnknownCounter is returned for a counter index >= Config.Counters.

@@ -2,16 +2,9 @@ package gin
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"slices"
 )
-
-// ErrNotPeer is returned by Put, PutValue, Signal, Get and CheckTeam for a
-// world rank outside this rank's peer set (Config.Peers): the Comm holds no
-// import of that rank's regions and no connection to it. The error names
-// the rank. Nothing is queued.
-var ErrNotPeer = errors.New("rank outside this rank's peer set (Config.Peers)")
 
 // setPeers fixes the peer set from c.cfg.Peers, before any collective:
 // c.peers is the sorted set with this rank, c.slot maps a world rank to

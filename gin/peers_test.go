@@ -227,24 +227,31 @@ func peerRing(ctx context.Context, c *gin.Comm, n *peerCounts) error {
 }
 
 // goRanks builds one Comm per cfgs entry, each a goroutine rank over an
-// in-process bootstrap of job, and runs fn on each; it returns the errors
-// of NewComm or fn by rank. Comms are closed at the end.
+// in-process bootstrap of job, and runs fn (if not nil) on each; it
+// returns the errors of NewComm or fn by rank. Comms are closed at the end.
 func goRanks(t *testing.T, job string, cfgs []gin.Config, fn func(ctx context.Context, c *gin.Comm) error) []error {
 	t.Helper()
 	ctx, cancel := context.WithCancel(testutils.Deadline(t, time.Minute))
 	defer cancel()
 	boots := bootstrap.NewLocal(job, len(cfgs))
-	return testutils.GoRanks(len(cfgs), cancel, func(r int) error {
+	return testutils.GoRanks(len(cfgs), nil, func(r int) error {
 		c, err := gin.NewComm(ctx, boots[r], cfgs[r])
 		if err != nil {
-			boots[r].Close() // the others' collectives end
+			// Closing the bootstrap ends the others' collectives with a
+			// loss; cancelling ctx could end theirs before they see the
+			// exchange that failed this one.
+			boots[r].Close()
 			return err
 		}
 		defer c.Close()
 		if fn == nil {
 			return nil
 		}
-		return fn(ctx, c)
+		if err := fn(ctx, c); err != nil {
+			cancel() // the others stop waiting for this rank
+			return err
+		}
+		return nil
 	})
 }
 
