@@ -156,6 +156,15 @@ figure() {
 # anchor LOG NAME: NCCL figure NAME (us) from LOG.
 anchor() { grep -hE "^ANCHOR $2=" "$1" 2>/dev/null | sed -E 's/.*=//' | grep . || echo "-"; }
 
+# putbw MiB: the best overlapped-launch put bandwidth of BenchmarkLSAPut at
+# that size, GB/s, with cuMemcpyPeerAsync's of the same case.
+putbw() {
+  grep -hE "^BenchmarkLSAPut/size=$1MiB/" "$logs/bench.log" 2>/dev/null | awk '
+    {for (i = 2; i <= NF; i++) {if ($i == "ovl-GB/s") o = $(i-1); if ($i == "peer-GB/s") p = $(i-1)}
+     if (o + 0 > best + 0) {best = o; bp = p}}
+    END {if (best != "") printf "%s (peer %s)", best, bp; else print "-"}'
+}
+
 # table N: rdmactor and NCCL side by side on N GPUs.
 table() {
   local n=$1 a="$logs/nccl-anchor-$1gpu.log"
@@ -168,6 +177,10 @@ table() {
   if [ "$n" -eq 2 ]; then
     printf '%-44s %-16s | %s\n' "put+signal ping-pong 8 B, round trip (LSA)" "$(figure "$logs/putsignal-lsa-2gpu.log" 'round trip')" \
       "send/recv 4 B ping-pong: $(anchor "$a" nccl_sendrecv_4B_roundtrip_us)"
+    for sz in 1 256; do
+      printf '%-44s %-16s | %s\n' "put $sz MiB, one per launch, GB/s (LSA)" "$(putbw $sz)" \
+        "send $sz MiB, stream: $(anchor "$a" nccl_send_${sz}MiB_GBps) GB/s"
+    done
   else
     printf '%-44s %-16s | %s\n' "ping-pong between ranks 0 and 1" "(2-GPU table)" \
       "send/recv 4 B ping-pong: $(anchor "$a" nccl_sendrecv_4B_roundtrip_us)"

@@ -22,7 +22,9 @@ import (
 //
 //   - BenchmarkLSAPut: put bandwidth GPU0 -> GPU1 from a kernel (every block
 //     puts its share, CoopBlock) against cuMemcpyPeerAsync of the same
-//     bytes, 1 MiB .. 256 MiB: put-GB/s, peer-GB/s, put/peer.
+//     bytes, 1 MiB .. 256 MiB, one put per launch: put-GB/s (gpu.Comm.Launch),
+//     ovl-GB/s (gpu.Comm.LaunchOverlapped), peer-GB/s and the ratios
+//     put/peer, ovl/peer; loop-GB/s is 16 puts in one kernel.
 //   - BenchmarkLSAPingPong: put(8 B)+SignalInc ping-pong between kernels on
 //     two GPUs, and the same with putValue, against a raw kernel doing a
 //     peer store, a system fence and a flag store: put-us/rt,
@@ -174,23 +176,29 @@ func BenchmarkLSAPut(b *testing.B) {
 	for size := 1 << 20; size <= maxBytes; size *= 4 {
 		for _, blocks := range blockCounts {
 			b.Run(fmt.Sprintf("size=%dMiB/blocks=%d", size>>20, blocks), func(b *testing.B) {
-				putReps := func(reps int) func() error {
+				putReps := func(reps int, overlapped bool) func() error {
+					launch := g0.Launch
+					if overlapped {
+						launch = g0.LaunchOverlapped
+					}
 					return func() error {
-						return g0.Launch(br.fns[0]["put_bw"], cuda.Dim3{X: blocks}, cuda.Dim3{X: 512}, 0,
+						return launch(br.fns[0]["put_bw"], cuda.Dim3{X: blocks}, cuda.Dim3{X: 512}, 0,
 							g0.DevComm(), br.ws[0].Handle(), int32(1), uint64(size), int32(reps))
 					}
 				}
 				const reps = 16
-				put, loop := putReps(1), putReps(reps)
+				put, ovl, loop := putReps(1, false), putReps(1, true), putReps(reps, false)
 				peer := func() error {
 					return cuda.CopyPeerAsync(br.ws[1].Ptr(), g1.Context(), br.ws[0].Ptr(), g0.Context(), size, st)
 				}
-				timed(2, put) // warm up all three
+				timed(2, put) // warm up all four
+				timed(2, ovl)
 				timed(2, peer)
 				timed(1, loop)
 				b.SetBytes(int64(size))
 				b.ResetTimer()
 				tp := timed(b.N, put)
+				to := timed(b.N, ovl)
 				tc := timed(b.N, peer)
 				nl := max(b.N/reps, 1)
 				tl := timed(nl, loop)
@@ -200,6 +208,8 @@ func BenchmarkLSAPut(b *testing.B) {
 				b.ReportMetric(gbs(b.N, tp), "put-GB/s")
 				b.ReportMetric(gbs(b.N, tc), "peer-GB/s")
 				b.ReportMetric(gbs(b.N, tp)/gbs(b.N, tc), "put/peer")
+				b.ReportMetric(gbs(b.N, to), "ovl-GB/s")
+				b.ReportMetric(gbs(b.N, to)/gbs(b.N, tc), "ovl/peer")
 				b.ReportMetric(gbs(nl*reps, tl), "loop-GB/s")
 				b.ReportMetric(gbs(nl*reps, tl)/gbs(b.N, tc), "loop/peer")
 			})

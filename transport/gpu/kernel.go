@@ -41,6 +41,19 @@ func (g *Comm) Launch(f *cuda.Function, grid, block cuda.Dim3, sharedBytes int, 
 	return f.Launch(grid, block, sharedBytes, g.stream, args...)
 }
 
+// LaunchOverlapped queues f on the Comm's stream with programmatic
+// dependent launch allowed (cuda.Function.LaunchOverlapped): f's blocks may
+// start while the kernel ahead of it still runs, so f must execute
+// griddepcontrol.wait before it touches memory that earlier work on the
+// stream writes or reads (gin.cuh: rdmactor::waitPrior; NCCL's device
+// kernels and CUTLASS use the same attribute).
+func (g *Comm) LaunchOverlapped(f *cuda.Function, grid, block cuda.Dim3, sharedBytes int, args ...any) error {
+	if g.closed.Load() {
+		return ErrClosed
+	}
+	return f.LaunchOverlapped(grid, block, sharedBytes, g.stream, args...)
+}
+
 // waitIdle paces Wait: no spinning (a kernel runs for a while), sleeps from
 // 5 µs to 1 ms.
 var waitIdle = idle.Strategy{Spins: 0, Yields: 16, MinSleep: 5 * time.Microsecond, MaxSleep: time.Millisecond}

@@ -7,7 +7,10 @@ PyTorch's NCCL backend:
     over a stream of ops (CUDA events), and the latency of one op with a
     synchronize after each (what a ping-pong pays);
   - a send/recv ping-pong of 4 bytes between ranks 0 and 1: round trip
-    with a synchronize each.
+    with a synchronize each;
+  - send/recv of 1 MiB and 256 MiB from rank 0 to rank 1, a stream of ops
+    (CUDA events around all): GPU time per op and GB/s, the anchor of
+    BenchmarkLSAPut (one put per launch).
 Prints one 'ANCHOR name=value' line per figure (microseconds), which
 scripts/gpu_device.sh collects into its table for that GPU count. NVLink
 multicast stays off.
@@ -81,7 +84,33 @@ def worker(rank, world, port, iters):
     rt_us = (time.perf_counter() - t0) * 1e6 / n
     dist.barrier()
 
+    def send_us(nbytes, count):
+        # rank 0 sends nbytes to rank 1, count times back to back: GPU time per op
+        buf = torch.ones(nbytes, dtype=torch.uint8, device="cuda")
+        for _ in range(3):
+            if rank == 0:
+                dist.send(buf, 1)
+            elif rank == 1:
+                dist.recv(buf, 0)
+        torch.cuda.synchronize()
+        dist.barrier()
+        start.record()
+        for _ in range(count):
+            if rank == 0:
+                dist.send(buf, 1)
+            elif rank == 1:
+                dist.recv(buf, 0)
+        end.record()
+        torch.cuda.synchronize()
+        dist.barrier()
+        return start.elapsed_time(end) * 1e3 / count
+
+    send_1m, send_256m = send_us(1 << 20, 500), send_us(256 << 20, 20)
+
     if rank == 0:
+        for name, us, nbytes in (("1MiB", send_1m, 1 << 20), ("256MiB", send_256m, 256 << 20)):
+            print(f"ANCHOR nccl_send_{name}_us={us:.2f}")
+            print(f"ANCHOR nccl_send_{name}_GBps={nbytes / us / 1e3:.1f}")
         print(f"ANCHOR nccl_allreduce_4B_stream_us={stream_us:.2f}")
         print(f"ANCHOR nccl_allreduce_4B_sync_us={sync_us:.2f}")
         print(f"ANCHOR nccl_sendrecv_4B_roundtrip_us={rt_us:.2f}")

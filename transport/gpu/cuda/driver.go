@@ -47,6 +47,7 @@ var (
 	fnModuleUnload           func(m uintptr) Result                                                                                 // cuModuleUnload
 	fnModuleGetFunction      func(f *uintptr, m uintptr, name string) Result                                                        // cuModuleGetFunction
 	fnLaunchKernel           func(f uintptr, gx, gy, gz, bx, by, bz, shared uint32, s uintptr, params, extra unsafe.Pointer) Result // cuLaunchKernel
+	fnLaunchKernelEx         func(cfg *launchConfig, f uintptr, params, extra unsafe.Pointer) Result                                // cuLaunchKernelEx
 	fnIpcGetMemHandle        func(h *IPCHandle, p uint64) Result                                                                    // cuIpcGetMemHandle
 	fnIpcOpenMemHandle       func(p *uint64, h IPCHandle, flags uint32) Result                                                      // cuIpcOpenMemHandle_v2
 	fnIpcCloseMemHandle      func(p uint64) Result                                                                                  // cuIpcCloseMemHandle
@@ -92,6 +93,7 @@ var driverSymbols = []symbol{
 	{&fnModuleUnload, "cuModuleUnload"},
 	{&fnModuleGetFunction, "cuModuleGetFunction"},
 	{&fnLaunchKernel, "cuLaunchKernel"},
+	{&fnLaunchKernelEx, "cuLaunchKernelEx"},
 	{&fnIpcGetMemHandle, "cuIpcGetMemHandle"},
 	{&fnIpcOpenMemHandle, "cuIpcOpenMemHandle_v2"},
 	{&fnIpcCloseMemHandle, "cuIpcCloseMemHandle"},

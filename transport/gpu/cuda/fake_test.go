@@ -75,6 +75,11 @@ func TestFakeDriverABI(t *testing.T) {
 			cuda.DevicePtr(0x1234567890), uint32(0xdeadbeef), blob))
 		last := fakeLastLaunch(t, gputest.FakeDriver(t))
 		assert.Equal(t, []uint64{3, 4, 5, 6, 7, 8, 9, 0, 0x1234567890, 0xdeadbeef, 0xaaaa, 0xbbbb}, last[:12])
+		require.NoError(t, f.LaunchOverlapped(cuda.Dim3{X: 2}, cuda.Dim3{X: 32}, 0, st,
+			cuda.DevicePtr(0x42), uint32(7), blob))
+		last = fakeLastLaunch(t, gputest.FakeDriver(t))
+		assert.Equal(t, []uint64{2, 1, 1, 32, 1, 1, 0, 1001, 0x42, 7, 0xaaaa, 0xbbbb}, last[:12],
+			"cuLaunchKernelEx gets the shape, the stream and one overlap attribute set to 1")
 		done, err := st.Query()
 		require.NoError(t, err)
 		assert.True(t, done)

@@ -83,3 +83,56 @@ func (f *Function) Launch(grid, block Dim3, sharedBytes int, s *Stream, args ...
 	}
 	return nil
 }
+
+// LaunchOverlapped is Launch with programmatic dependent launch allowed
+// (cuLaunchKernelEx with CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+// CUDA 12.0, sm_90 and later; elsewhere the driver runs it as Launch): the
+// kernel's blocks may start before the work queued ahead of it on s
+// finished, once every block of the kernel ahead executed
+// griddepcontrol.launch_dependents or exited. So the kernel must execute
+// griddepcontrol.wait (cudaGridDependencySynchronize) before it touches
+// memory that earlier work writes or reads; what it does before (loading
+// descriptors that no kernel writes) overlaps the kernel ahead's tail and
+// this launch's own latency.
+func (f *Function) LaunchOverlapped(grid, block Dim3, sharedBytes int, s *Stream, args ...any) error {
+	params, keep, err := packArgs(args)
+	if err != nil {
+		return fmt.Errorf("launch %s: %w", f.name, err)
+	}
+	attr := &launchAttribute{id: launchAttrProgrammaticStreamSerialization}
+	attr.val[0] = 1 // programmaticStreamSerializationAllowed
+	cfg := &launchConfig{shared: uint32(sharedBytes), stream: s.h, attrs: attr, numAttrs: 1}
+	cfg.gridX, cfg.gridY, cfg.gridZ = grid.dims()
+	cfg.blockX, cfg.blockY, cfg.blockZ = block.dims()
+	err = s.c.do(func() error {
+		return check("cuLaunchKernelEx", fnLaunchKernelEx(cfg, f.h, params, nil))
+	})
+	keepAlive(append(keep, cfg, attr))
+	if err != nil {
+		return fmt.Errorf("launch %s: %w", f.name, err)
+	}
+	return nil
+}
+
+// launchConfig is a CUlaunchConfig (cuda.h, CUDA 13.0): 56 bytes.
+type launchConfig struct {
+	gridX, gridY, gridZ    uint32
+	blockX, blockY, blockZ uint32
+	shared                 uint32
+	_                      uint32
+	stream                 uintptr
+	attrs                  *launchAttribute
+	numAttrs               uint32
+	_                      uint32
+}
+
+// launchAttribute is a CUlaunchAttribute: the id, padding to 8 bytes and
+// the 64-byte CUlaunchAttributeValue union.
+type launchAttribute struct {
+	id  uint32
+	_   uint32
+	val [64]byte
+}
+
+// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION (CUlaunchAttributeID).
+const launchAttrProgrammaticStreamSerialization = 6

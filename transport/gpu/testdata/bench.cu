@@ -13,7 +13,10 @@ __device__ __forceinline__ u64 globaltimer() {
 // from this rank's part of win to peer's part, at the same offsets, with
 // the whole block (CoopBlock) and no signal, reps times (reps > 1: the
 // steady state of a kernel that keeps putting, no launch between puts).
-// Kernel completion is the copies' completion.
+// Kernel completion is the copies' completion. Launched overlapped
+// (gpu.Comm.LaunchOverlapped), its launch and the put's descriptor loads
+// overlap the kernel ahead; the put waits for that kernel (waitPrior)
+// before it copies.
 extern "C" __global__ void put_bw(const __grid_constant__ DevComm comm, Window win, int peer, unsigned long long bytes,
                                   int reps) {
   Gin gin(comm, 0);

@@ -431,3 +431,42 @@ extern "C" __global__ void mixed_signals(const __grid_constant__ DevComm comm, u
   }
   res[2] = ok ? 0 : 1;
 }
+
+// slow_fill (one block) lets the next overlapped kernel start at once
+// (launchDependents), spins ns of %globaltimer, then writes words words of
+// value at the start of this rank's part of win. out[0] = the time it
+// starts writing.
+extern "C" __global__ void slow_fill(Window win, unsigned long long words, unsigned long long value,
+                                     unsigned long long ns, unsigned long long* out) {
+  launchDependents();
+  __shared__ u64 start;
+  if (threadIdx.x == 0) {
+    const u64 t0 = impl::globalTimer();
+    while (impl::globalTimer() - t0 < ns) {
+    }
+    start = impl::globalTimer();
+    out[0] = start;
+  }
+  __syncthreads();
+  u64* p = reinterpret_cast<u64*>(localPointer(win, 0));
+  for (u64 i = threadIdx.x; i < words; i += blockDim.x) p[i] = value;
+}
+
+// overlapped_put, launched overlapped behind slow_fill, puts the words
+// slow_fill writes to this rank's own part at offset 8*words (loopback)
+// with SignalInc{0} and waits for it: no waitPrior of its own, the put
+// waits for slow_fill. out[1] = when this kernel started (before
+// slow_fill finished where the launch overlapped), out[2] = 1 if a wait
+// was aborted.
+extern "C" __global__ void overlapped_put(const __grid_constant__ DevComm comm, Window win, unsigned long long words,
+                                          unsigned long long* out) {
+  CoopBlock coop;
+  Gin gin(comm, 0);
+  const u64 t0 = impl::globalTimer();
+  gin.put(teamWorld(comm), comm.rank, win, 8 * words, win, 0, 8 * words, SignalInc{0}, None{}, coop);
+  const bool ok = gin.waitSignal(coop, 0, 1);
+  if (coop.rank() == 0) {  // after the put's waitPrior: slow_fill is done with out
+    out[1] = t0;
+    out[2] = ok ? 0 : 1;
+  }
+}

@@ -290,6 +290,29 @@ __device__ void* localPointer(Window w, u64 offset);
 // nullptr on the proxy path or for a peer outside the team).
 __device__ void* lsaPointer(const DevComm& comm, Window w, Team team, int peer, u64 offset);
 
+// Overlapped launches (gpu.Comm.LaunchOverlapped; CUDA's programmatic
+// dependent launch, sm_90 and later): such a kernel may start while the
+// kernel ahead of it on the stream is still finishing, so its launch and
+// prologue overlap that kernel's tail. It must not touch memory that
+// earlier work on the stream writes or reads before waitPrior returned.
+// Every call of Gin and BarrierSession waits so itself before it touches
+// data, signals or counters (put and get after reading the windows'
+// descriptors, which no kernel writes, so those loads overlap too): a
+// kernel that reaches such memory only through them needs no waitPrior
+// of its own. Launched with gpu.Comm.Launch, or compiled for an arch
+// before sm_90, both calls below return at once.
+//
+// waitPrior waits until every kernel and copy queued ahead of this kernel
+// completed and its memory operations are visible
+// (cudaGridDependencySynchronize, PTX griddepcontrol.wait).
+__device__ void waitPrior();
+// launchDependents lets the next overlapped kernel on the stream start
+// once every block of this one called it or exited
+// (cudaTriggerProgrammaticLaunchCompletion, griddepcontrol.launch_dependents);
+// that kernel's blocks then share the SMs with this one's. Without it the
+// next kernel starts as this one's blocks exit, before its memory flush.
+__device__ void launchDependents();
+
 }  // namespace rdmactor
 
 #include "rdmactor/impl/gin__funcs.cuh"

@@ -174,6 +174,18 @@ __device__ __forceinline__ void* localPointer(Window w, u64 offset) {
   return reinterpret_cast<char*>(w->local) + offset;
 }
 
+__device__ __forceinline__ void waitPrior() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void launchDependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 __device__ __forceinline__ void* lsaPointer(const DevComm& c, Window w, Team t, int peer, u64 offset) {
   if (c.path != impl::PathLSA || peer < 0 || peer >= t.nRanks) return nullptr;
   int r = c.rank + (peer - t.rank) * t.stride;
@@ -204,10 +216,12 @@ __device__ __forceinline__ void Gin::put(Team team, int peer, Window dst, u64 ds
   if (w < 0 || !impl::inBounds(c, dst, dstOffset, bytes) || !impl::inBounds(c, src, srcOffset, bytes) ||
       !impl::signalOK(c, r) || !impl::counterOK(c, ctr))
     return;
-  if (c.path == impl::PathLSA)
-    impl::lsaPut(c, coop, w, dst, dstOffset, src, srcOffset, bytes, r, ctr);
-  else
+  if (c.path == impl::PathLSA) {
+    impl::lsaPut(c, coop, w, dst, dstOffset, src, srcOffset, bytes, r, ctr);  // waits for prior work itself
+  } else {
+    waitPrior();
     impl::proxyPut(*this, coop, w, dst, dstOffset, src, srcOffset, bytes, r, ctr);
+  }
 }
 
 template <typename L, typename Coop>
@@ -219,10 +233,12 @@ __device__ __forceinline__ void Gin::get(Team team, int peer, Window dst, u64 ds
   if (w < 0 || !impl::inBounds(c, dst, dstOffset, bytes) || !impl::inBounds(c, src, srcOffset, bytes) ||
       !impl::counterOK(c, ctr))
     return;
-  if (c.path == impl::PathLSA)
-    impl::lsaGet(c, coop, w, dst, dstOffset, src, srcOffset, bytes, ctr);
-  else
+  if (c.path == impl::PathLSA) {
+    impl::lsaGet(c, coop, w, dst, dstOffset, src, srcOffset, bytes, ctr);  // waits for prior work itself
+  } else {
+    waitPrior();
     impl::proxyGet(*this, coop, w, dst, dstOffset, src, srcOffset, bytes, ctr);
+  }
 }
 
 template <typename T, typename R, typename Coop>
@@ -237,6 +253,7 @@ __device__ __forceinline__ void Gin::putValue(Team team, int peer, Window dst, u
   u64 bits = 0;
   const u8* b = reinterpret_cast<const u8*>(&value);
   for (u32 i = 0; i < sizeof(T); i++) bits |= (u64)b[i] << (8 * i);
+  waitPrior();
   if (c.path == impl::PathLSA)
     impl::lsaPutValue(c, coop, w, dst, dstOffset, bits, (u32)sizeof(T), r);
   else
@@ -253,6 +270,7 @@ __device__ __forceinline__ void Gin::signal(Team team, int peer, R remote, Coop 
     impl::fail(c, impl::ErrBadArgument, 0);
     return;
   }
+  waitPrior();
   if (c.path == impl::PathLSA)
     impl::lsaSignal(c, coop, w, r);
   else
@@ -263,6 +281,7 @@ namespace impl {
 // flushBy is Gin::flush with a %globaltimer deadline.
 template <typename Coop>
 __device__ __forceinline__ WaitResult flushBy(Gin& g, Coop coop, u64 deadline) {
+  waitPrior();
   if (g.comm_->path == PathLSA) {
     coop.sync();  // every copy of the coop is done: sources are free, gets landed
     return abortSet(*g.comm_) ? WaitResult::Aborted : WaitResult::Ok;
@@ -286,6 +305,7 @@ __device__ __forceinline__ u64 Gin::readSignal(Signal s, int bits) const {
     impl::fail(*comm_, impl::ErrUnknownSignal, s);
     return 0;
   }
+  waitPrior();
   return impl::ldAcquireSys(impl::signalWord(*comm_, s)) & impl::mask(bits);
 }
 
@@ -295,6 +315,7 @@ __device__ __forceinline__ WaitResult Gin::waitSignal(Coop coop, Signal s, u64 l
     impl::fail(*comm_, impl::ErrUnknownSignal, s);
     return WaitResult::Invalid;
   }
+  waitPrior();
   WaitResult r = WaitResult::Ok;
   if (coop.rank() == 0)
     r = impl::waitWord(*comm_, impl::signalWord(*comm_, s), least, impl::mask(bits), impl::deadlineOf(t));
@@ -311,6 +332,7 @@ __device__ __forceinline__ void Gin::resetSignal(Signal s) {
     impl::fail(*comm_, impl::ErrUnknownSignal, s);
     return;
   }
+  waitPrior();
   impl::stRelaxedSys(impl::signalWord(*comm_, s), 0);
   reinterpret_cast<u64*>(comm_->shadows)[s] = 0;
 }
@@ -320,6 +342,7 @@ __device__ __forceinline__ u64 Gin::readCounter(Counter n, int bits) const {
     impl::fail(*comm_, impl::ErrUnknownCounter, n);
     return 0;
   }
+  waitPrior();
   return impl::ldAcquireSys(impl::counterWord(*comm_, n)) & impl::mask(bits < 56 ? bits : 56);
 }
 
@@ -329,6 +352,7 @@ __device__ __forceinline__ WaitResult Gin::waitCounter(Coop coop, Counter n, u64
     impl::fail(*comm_, impl::ErrUnknownCounter, n);
     return WaitResult::Invalid;
   }
+  waitPrior();
   WaitResult r = WaitResult::Ok;
   if (coop.rank() == 0)
     r = impl::waitWord(*comm_, impl::counterWord(*comm_, n), least, impl::mask(bits < 56 ? bits : 56),
@@ -346,6 +370,7 @@ __device__ __forceinline__ void Gin::resetCounter(Counter n) {
     impl::fail(*comm_, impl::ErrUnknownCounter, n);
     return;
   }
+  waitPrior();
   impl::stRelaxedSys(impl::counterWord(*comm_, n), 0);
 }
 
@@ -380,6 +405,7 @@ __device__ __forceinline__ WaitResult BarrierSession<Coop>::sync(Coop coop, Fenc
   if (signal_ == ~0u) return WaitResult::Invalid;
   const u64 deadline = impl::deadlineOf(t);
   WaitResult r = WaitResult::Ok;
+  waitPrior();
   coop.sync();  // the coop's earlier work is done before anyone signals
   if (coop.rank() == 0) {
     constexpr u64 selfLane = 1ull << 32;

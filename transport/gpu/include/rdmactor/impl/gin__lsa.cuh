@@ -55,10 +55,16 @@ __device__ __forceinline__ void lsaSignalWord(const DevComm& c, int world, const
   redAddReleaseSys(sig, r.value);
 }
 
+// lsaPut resolves both ends from the descriptors first, then waits for
+// the work ahead of an overlapped kernel (waitPrior), so those dependent
+// loads overlap that work's tail instead of delaying the copy.
 template <typename Coop>
 __device__ __forceinline__ void lsaPut(const DevComm& c, Coop coop, int world, Window dst, u64 dstOff, Window src,
                                        u64 srcOff, u64 bytes, const Remote& r, int ctr) {
-  coopCopy(coop, lsaPeer(dst, world) + dstOff, reinterpret_cast<const char*>(src->local) + srcOff, bytes);
+  char* d = lsaPeer(dst, world) + dstOff;
+  const char* s = reinterpret_cast<const char*>(src->local) + srcOff;
+  waitPrior();
+  coopCopy(coop, d, s, bytes);
   if (r.kind == RemoteNone && ctr < 0) return;
   coop.sync();  // every thread's part of the copy is written
   if (coop.rank() == 0) {
@@ -72,7 +78,10 @@ __device__ __forceinline__ void lsaPut(const DevComm& c, Coop coop, int world, W
 template <typename Coop>
 __device__ __forceinline__ void lsaGet(const DevComm& c, Coop coop, int world, Window dst, u64 dstOff, Window src,
                                        u64 srcOff, u64 bytes, int ctr) {
-  coopCopy(coop, reinterpret_cast<char*>(dst->local) + dstOff, lsaPeer(src, world) + srcOff, bytes);
+  char* d = reinterpret_cast<char*>(dst->local) + dstOff;
+  const char* s = lsaPeer(src, world) + srcOff;
+  waitPrior();
+  coopCopy(coop, d, s, bytes);
   if (ctr < 0) return;
   coop.sync();
   if (coop.rank() == 0) redAddReleaseGpu(counterWord(c, (u32)ctr), 1);

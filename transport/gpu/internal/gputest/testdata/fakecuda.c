@@ -117,6 +117,24 @@ CUresult cuLaunchKernel(handle f, unsigned gx, unsigned gy, unsigned gz, unsigne
   return 0;
 }
 void fake_last_launch(uint64_t *out) { memcpy(out, last, sizeof last); }
+// CUlaunchConfig and CUlaunchAttribute as cuda.h lays them out; the fake
+// records the shape and, in last[7], 1000 + the value of a
+// PROGRAMMATIC_STREAM_SERIALIZATION attribute (id 6), so the test sees the
+// struct offsets the binding wrote.
+typedef struct { unsigned id, pad; unsigned char val[64]; } CUlaunchAttribute;
+typedef struct {
+  unsigned gx, gy, gz, bx, by, bz, shared;
+  handle s;
+  CUlaunchAttribute *attrs;
+  unsigned n;
+} CUlaunchConfig;
+CUresult cuLaunchKernelEx(const CUlaunchConfig *c, handle f, void **params, void **extra) {
+  if (sizeof(CUlaunchConfig) != 56 || sizeof(CUlaunchAttribute) != 72) return 1;
+  CUresult r = cuLaunchKernel(f, c->gx, c->gy, c->gz, c->bx, c->by, c->bz, c->shared, c->s, params, extra);
+  for (unsigned i = 0; i < c->n; i++)
+    if (c->attrs[i].id == 6) last[7] = 1000 + *(int *)c->attrs[i].val;
+  return r;
+}
 
 CUresult cuIpcGetMemHandle(CUipcMemHandle *h, CUdeviceptr p) {
   memset(h, 0, sizeof *h);
