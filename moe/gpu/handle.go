@@ -119,9 +119,12 @@ func New(ctx context.Context, g *gpu.Comm, cfg Config) (_ *Handle, err error) {
 		}
 	}
 	if err == nil && p.maxLL > 0 {
-		// Route words carry a round from 1 on: memory an earlier handle
-		// left there must not pass for one (kernels.cu: llWord).
+		// Route and weight words carry a round from 1 on: memory an
+		// earlier handle left there must not pass for one (kernels.cu: llWord).
 		err = g.Context().Memset(h.win.Ptr()+cuda.DevicePtr(p.llRoute), 0, n*p.routeB)
+		if err == nil { // weight words too
+			err = g.Context().Memset(h.win.Ptr()+cuda.DevicePtr(p.llW), 0, n*p.maxLL*p.k*8)
+		}
 		if err == nil {
 			err = g.Context().Synchronize()
 		}

@@ -31,8 +31,12 @@
 //                   one llReady signal per rank when it staged any); then
 //                   each rank pulls every token routed to it once and
 //                   stores it into the slot of each local expert it chose.
-//   moe_ll_combine  as moe_combine, pulling each (token, k) row from its
-//                   expert's slot.
+//   moe_ll_combine  each rank sends its weights to every rank (8-byte words
+//                   with the round), sums each source token's rows over
+//                   its own experts in float32 and writes that partial row
+//                   into the source's window (one signal per block and
+//                   rank); each source then adds its partials, at most one
+//                   per rank, and rounds once to bf16.
 //
 // "One signal per destination" across the grid (blockFinish): when a block
 // has put all its share, it syncs, one warp fences the block's writes at
@@ -72,7 +76,7 @@ struct Args {
   u64 rank, n, hidden, topk, experts, local, maxT, maxLL, rs, ew, hdrB, sigBase, fp8, slotB, groups, routeB;
   // window regions (byte offsets)
   u64 offInput, offHdrStage, offCnt, offMetaStage, offRecvMeta, offRecvX;
-  u64 offLLStage, offLLX, offLLSrc, offLLCount, offLLY, offLLRoute;
+  u64 offLLStage, offLLX, offLLSrc, offLLCount, offLLY, offLLRoute, offLLW, offLLPart;
   // device state (this rank only)
   u32* masks;          // [maxT] token -> rank bits
   int* pos;            // [maxT][n] send positions, -1: not sent there
@@ -1020,51 +1024,133 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
   }
 }
 
-// moe_ll_combine: wts [T][K] float32; out [T][hidden] bf16. The sources
-// pull, as moe_combine: block 0 signals llComb[me] to every other rank
-// (this rank's expert outputs, llY, are there to read), each rank waits for
-// every other's, then out[t] = bf16(sum over k of w[t][k] * row(t, k)) in
-// float32, row (t, k) loaded from slot llSlotOf[t][k] of its expert's rank
-// through the LSA mapping. The expert's rank writes the slots of a source
-// again only after it read that source's next route words, which its next
-// dispatch writes, queued after this combine.
+// moe_ll_combine: wts [T][K] float32; out [T][hidden] bf16. The experts'
+// ranks reduce, the sources add: moving a row per (token, k) across NVLink
+// (7.3 MB a rank at DeepEP's sizes) took 25 us of 36; a partial sum per
+// (token, rank) in float32 is half of that, pushed (NVLink writes beat
+// reads).
+//  1. This rank's weights, as 8-byte words that carry the round (llPut),
+//     into every rank's llW region for this source.
+//  2. For every source s and token t < T_s, the warps sum w * y over the
+//     pairs of t at this rank's experts (entry words of the dispatch give
+//     expert and slot, llW the weight), in k order in float32, and write
+//     the row to s's llPart region for this rank; then each block adds 1
+//     to llComb[me] at every rank (blockSignal: the barrier and the
+//     release order its writes first).
+//  3. Once llComb of every rank reached round * gridDim.x, out[t] =
+//     bf16(sum over the ranks holding pairs of t of partial[r][t]).
+// Reuse: an expert's rank writes a source's partials again in its next
+// combine, after its next dispatch, which waits for the source's next
+// route words, written after this combine; a source's next weights come
+// after its next dispatch, which waits for the expert rank's next route
+// words, written after that rank's combine read these.
 extern "C" __global__ void __launch_bounds__(1024, 1)
     moe_ll_combine(const __grid_constant__ DevComm comm, const __grid_constant__ Args a, const float* __restrict__ wts,
                    int T, u64 round, u16* out) {
   const int n = (int)a.n, me = (int)a.rank, K = (int)a.topk, L = (int)a.local, H = (int)a.hidden;
   const int maxLL = (int)a.maxLL;
+  const u64 prs = (u64)((4 * H + 15) & ~15);
   Gin gin(comm, 0);
   Team world = teamWorld(comm);
-  const char* lb = local(a);
-  const u64* route = llRoute(a, me) + llEntry;  // the routing of the dispatch (its own route words)
-  if (blockIdx.x == 0 && threadIdx.x < n && (int)threadIdx.x != me)
-    gin.signal(world, threadIdx.x, SignalAdd{sigLLComb(a, me), 1}, CoopThread{});
-  if (!waitAll(a, gin, [&](int s) { return sigLLComb(a, s); }, me, round)) return;
+  char* lb = local(a);
 
+  // 1. Weights to every rank.
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n * T * K; i += gridDim.x * blockDim.x) {
+    const int r = i / (T * K), q = i - r * (T * K);
+    u64* dst = reinterpret_cast<u64*>(peerAt(comm, a, world, r, a.offLLW + ((u64)me * maxLL * K + q) * 8));
+    llPut(dst, __float_as_uint(wts[q]), round);
+  }
+
+  // 2. Partial rows at the experts.
+  __shared__ int sT[maxRanks];
+  if ((int)threadIdx.x < n)
+    sT[threadIdx.x] = (int)min((u32)maxLL, llWord(a, gin, llRoute(a, threadIdx.x) + llT, round, 0));
+  __syncthreads();
   const int gw = blockIdx.x * warps() + warp(), nw = gridDim.x * warps();
-  const int S = slicesPerToken(T, H, nw);
+  const bool vec = (H & 7) == 0;  // rows of whole 16-byte vectors (a.rs and prs are multiples of 16)
   __shared__ ReduceSlots slots;
-  for (int it = gw; it < T * S; it += nw) {
-    const int t = it / S;
-    if (lane() < K) {
-      const int k = lane();
+  {
+    const int S = slicesPerToken(n * maxLL, H, nw);
+    for (int it = gw; it < n * maxLL * S; it += nw) {
+      const int s = it / (maxLL * S), t = (it - s * maxLL * S) / S, sl = it % S;
+      if (t >= sT[s]) continue;  // the warp's lanes agree
       const u16* src = nullptr;
       float w = 0.f;
-      const int e = llEntryExpert((u32)route[t * K + k]);
-      if (e >= 0 && e < (int)a.experts) {
-        w = wts[t * K + k];
-        const int slot = a.llSlotOf[t * K + k], r = e / L;
-        if (slot >= 0) {
-          const u64 off = a.offLLY + (((u64)(e % L) * n + me) * maxLL + slot) * a.rs;
-          src = reinterpret_cast<const u16*>(r == me ? lb + off : lsaPointer(comm, a.win, world, r, off));
+      if (lane() < K) {
+        const u32 v = llWord(a, gin, llRoute(a, s) + llEntry + t * K + lane(), round, 0);
+        const int e = llEntryExpert(v), slot = llEntrySlot(v);
+        if (e >= me * L && e < me * L + L && slot >= 0 && slot < maxLL) {
+          src = reinterpret_cast<const u16*>(lb + a.offLLY + (((u64)(e - me * L) * n + s) * maxLL + slot) * a.rs);
+          const u64* wp = reinterpret_cast<const u64*>(lb + a.offLLW) + ((u64)s * maxLL + t) * K + lane();
+          w = __uint_as_float(llWord(a, gin, wp, round, 0));
+        }
+        slots.src[warp()][lane()] = src;
+        slots.w[warp()][lane()] = w;
+      }
+      if (__ballot_sync(0xffffffffu, src != nullptr) == 0) continue;  // no pair of t here: s reads no partial
+      __syncwarp();
+      const u16* const* rs = slots.src[warp()];
+      const float* ws = slots.w[warp()];
+      float* dst = reinterpret_cast<float*>(peerAt(comm, a, world, s, a.offLLPart + ((u64)me * maxLL + t) * prs));
+      if (vec) {
+        const int nv = H >> 3, v0 = (int)((i64)nv * sl / S), v1 = (int)((i64)nv * (sl + 1) / S);
+        for (int v = v0 + lane(); v < v1; v += 32) {
+          float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+          for (int j = 0; j < K; j++)
+            if (rs[j] != nullptr) accumulate8(acc, reinterpret_cast<const uint4*>(rs[j])[v], ws[j]);
+          reinterpret_cast<float4*>(dst)[2 * v] = make_float4(acc[0], acc[1], acc[2], acc[3]);
+          reinterpret_cast<float4*>(dst)[2 * v + 1] = make_float4(acc[4], acc[5], acc[6], acc[7]);
+        }
+      } else {
+        const int c0 = (int)((i64)H * sl / S), c1 = (int)((i64)H * (sl + 1) / S);
+        for (int c = c0 + lane(); c < c1; c += 32) {
+          float acc = 0.f;
+          for (int j = 0; j < K; j++)
+            if (rs[j] != nullptr) acc += ws[j] * bf16f(rs[j][c]);
+          dst[c] = acc;
         }
       }
-      slots.src[warp()][k] = src;
-      slots.w[warp()][k] = w;
+      __syncwarp();  // slots free
     }
-    __syncwarp();
-    reduceRow(out + (u64)t * H, H, it % S, S, K, slots.src[warp()], slots.w[warp()]);
-    __syncwarp();
+  }
+  blockSignal(a, gin, world, sigLLComb(a, me), 1);
+
+  // 3. This rank's tokens: add the partials of the ranks holding their pairs.
+  if (!waitAll(a, gin, [&](int s) { return sigLLComb(a, s); }, -1, round * gridDim.x)) return;
+  const u64* route = llRoute(a, me) + llEntry;  // the routing of the dispatch (its own route words)
+  const int S = slicesPerToken(T, H, nw);
+  for (int it = gw; it < T * S; it += nw) {
+    const int t = it / S, sl = it % S;
+    u32 m = 0;
+    if (lane() < K) {
+      const int e = llEntryExpert((u32)route[t * K + lane()]);
+      if (e >= 0 && e < (int)a.experts && a.llSlotOf[t * K + lane()] >= 0) m = 1u << (e / L);
+    }
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1) m |= __shfl_xor_sync(0xffffffffu, m, d);
+    u16* o = out + (u64)t * H;
+    if (vec && ((u64)o & 15) == 0) {
+      const int nv = H >> 3, v0 = (int)((i64)nv * sl / S), v1 = (int)((i64)nv * (sl + 1) / S);
+      for (int v = v0 + lane(); v < v1; v += 32) {
+        float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        for (int r = 0; r < n; r++) {
+          if (!(m >> r & 1)) continue;
+          const float4* p = reinterpret_cast<const float4*>(lb + a.offLLPart + ((u64)r * maxLL + t) * prs);
+          const float4 x0 = p[2 * v], x1 = p[2 * v + 1];
+          acc[0] += x0.x, acc[1] += x0.y, acc[2] += x0.z, acc[3] += x0.w;
+          acc[4] += x1.x, acc[5] += x1.y, acc[6] += x1.z, acc[7] += x1.w;
+        }
+        reinterpret_cast<uint4*>(o)[v] = pack8(acc);
+      }
+    } else {
+      const int c0 = (int)((i64)H * sl / S), c1 = (int)((i64)H * (sl + 1) / S);
+      for (int c = c0 + lane(); c < c1; c += 32) {
+        float acc = 0.f;
+        for (int r = 0; r < n; r++)
+          if (m >> r & 1) acc += reinterpret_cast<const float*>(lb + a.offLLPart + ((u64)r * maxLL + t) * prs)[c];
+        o[c] = bf16(acc);
+      }
+    }
   }
 }
 

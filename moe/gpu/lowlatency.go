@@ -97,10 +97,12 @@ func (h *Handle) DispatchLL(x, topkIdx cuda.DevicePtr, numTokens int) (*RecvLL, 
 //	out[t] = bf16(sum over k with topkIdx[t][k] >= 0 of topkWeights[t][k] * y[t][k])
 //
 // topkWeights is [numTokens][TopK] float32 device memory, out
-// [numTokens][Hidden] contiguous bf16 device memory. Each rank signals
-// llComb[me] to every other rank (its outputs are ready) and waits for
-// theirs; then each source pulls row (t, k) from its slot at the expert's
-// rank through the LSA mapping. Collective.
+// [numTokens][Hidden] contiguous bf16 device memory. The experts' ranks
+// reduce: each rank sends its weights to every rank, sums each source
+// token's rows over its own experts in float32 and writes that partial row
+// into the source's window (one row per token and rank crosses NVLink, not
+// one per pair), and signals llComb[me] everywhere; each source then adds
+// the partials of its tokens and rounds once. Collective.
 func (h *Handle) CombineLL(topkWeights, out cuda.DevicePtr) error {
 	const name = "low-latency combine"
 	if err := h.begin(name, dispatchedLL); err != nil {

@@ -27,6 +27,10 @@ import (
 //	            llSrc    [L][n][MaxLLTokens] u32  t*K+k of each slot at its source
 //	            llCount  [L][n] u32           slots used per (local expert, source)
 //	            llY      [L][n][MaxLLTokens][rs] expert outputs (FP8; else llY = llX)
+//	            llW      [n][MaxLLTokens][K] u64  per source, its combine weights as 8-byte
+//	                                          words (float32 bits, round), as route words
+//	            llPart   [n][MaxLLTokens][prs] per expert rank, float32 partial sums of this
+//	                                          rank's tokens over that rank's experts
 //
 // rs is Hidden*2 rounded up to 16 bytes; a count header is n int64 counts
 // (tokens this rank sends each rank, -1 for bad routing) then L int32
@@ -35,6 +39,7 @@ import (
 // elsewhere), K float32 weights (0 there), zero padding to 16 bytes. An
 // FP8 slot is the e4m3 row padded to 16 bytes, then one float32 scale
 // (dequantize: x = e4m3 * scale) per 128 channels, padded to 16 bytes.
+// prs is Hidden*4 rounded up to 16 bytes (kernels.cu computes it too).
 type plan struct {
 	n, me, h, k, e, l, maxT, maxLL int
 	rs, ew, hdrB, slotB, groups    int
@@ -44,6 +49,7 @@ type plan struct {
 
 	input, hdrStage, cnt, metaStage, recvMeta, recvX int
 	llStage, llX, llSrc, llCount, llY, llRoute       int
+	llW, llPart, prs                                 int
 	size                                             int
 
 	masks, pos, tokPerExpert, tokPerRank, finish int
@@ -98,6 +104,9 @@ func newPlan(cfg Config, n, me int) (plan, error) {
 		if p.fp8 {
 			p.llY = region(p.l * n * p.maxLL * p.rs)
 		}
+		p.prs = align(4*p.h, 16)
+		p.llW = region(n * p.maxLL * p.k * 8)
+		p.llPart = region(n * p.maxLL * p.prs)
 	}
 	p.size = at
 	if p.size > maxWindow {
@@ -121,7 +130,9 @@ func newPlan(cfg Config, n, me int) (plan, error) {
 // each per source rank. Values: the count, data and combine (outputs
 // ready) signals of source s reach the number of normal rounds begun;
 // llReady[s] the grid's workers times the low-latency rounds in which s
-// staged rows (kernels.cu: llNeed), llComb[s] low-latency rounds.
+// staged rows (kernels.cu: llNeed), llComb[s] the grid's blocks times the
+// low-latency rounds (each block of s adds 1 at every rank once its partial
+// sums are there).
 func (p *plan) sigCnt(s int) int     { return p.sig0 + s }
 func (p *plan) sigData(s int) int    { return p.sig0 + p.n + s }
 func (p *plan) sigComb(s int) int    { return p.sig0 + 2*p.n + s }
@@ -131,7 +142,7 @@ func (p *plan) signals() int         { return 5 * p.n }
 
 // argWords is the size of Args in 8-byte words (kernels.cu: struct Args;
 // NVRTC gets it as -DMOE_ARGS_WORDS and static_asserts it).
-const argWords = 38
+const argWords = 40
 
 // Args is a Handle as kernels take it: struct moe::Args of kernels.cu,
 // passed by value.
@@ -157,6 +168,7 @@ func (p *plan) args(win, state cuda.DevicePtr) Args {
 		uint64(p.routeB),
 		uint64(p.input), uint64(p.hdrStage), uint64(p.cnt), uint64(p.metaStage), uint64(p.recvMeta), uint64(p.recvX),
 		uint64(p.llStage), uint64(p.llX), uint64(p.llSrc), uint64(p.llCount), uint64(p.llY), uint64(p.llRoute),
+		uint64(p.llW), uint64(p.llPart),
 		st(p.masks), st(p.pos), st(p.tokPerExpert), st(p.tokPerRank), st(p.finish),
 		st(p.llSlotOf),
 		st(p.errWord), st(p.recvTokPerExpert), st(p.llTokPerExpert),

@@ -59,7 +59,9 @@ func TestPlanRegions(t *testing.T) {
 			}
 			if ll > 0 {
 				win = append(win, reg{p.llX, p.l * n * ll * p.slotB}, reg{p.llSrc, p.l * n * ll * 4}, reg{p.llCount, p.l * n * 4},
-					reg{p.llRoute, n * 8 * (2 + ll*p.k + p.e)})
+					reg{p.llRoute, n * 8 * (2 + ll*p.k + p.e)}, reg{p.llW, n * ll * p.k * 8}, reg{p.llPart, n * ll * p.prs})
+				require.Equal(t, 0, p.prs%16)
+				require.GreaterOrEqual(t, p.prs, 4*p.h)
 				if cfg.FP8 {
 					win = append(win, reg{p.llStage, ll * p.slotB}, reg{p.llY, p.l * n * ll * p.rs})
 				} else {
@@ -94,11 +96,12 @@ func TestPlanArgs(t *testing.T) {
 	assert.Equal(t, []uint64{1, 2, 100, 4, 8, 4, 16, 4}, []uint64{w(1), w(2), w(3), w(4), w(5), w(6), w(7), w(8)})
 	assert.Equal(t, uint64(p.rs), w(9))
 	assert.Equal(t, uint64(p.routeB), w(16))
-	assert.Equal(t, uint64(3), w(12))                                 // sigBase
-	assert.Equal(t, uint64(1), w(13))                                 // fp8
-	assert.Equal(t, uint64(p.recvX), w(22))                           // last normal region
-	assert.Equal(t, uint64(p.llRoute), w(28))                         // last low-latency region
-	assert.Equal(t, uint64(0x200000+p.masks), w(29))                  // first state pointer
+	assert.Equal(t, uint64(3), w(12))       // sigBase
+	assert.Equal(t, uint64(1), w(13))       // fp8
+	assert.Equal(t, uint64(p.recvX), w(22)) // last normal region
+	assert.Equal(t, uint64(p.llRoute), w(28))
+	assert.Equal(t, uint64(p.llPart), w(30))                          // last low-latency region
+	assert.Equal(t, uint64(0x200000+p.masks), w(31))                  // first state pointer
 	assert.Equal(t, uint64(0x200000+p.llTokPerExpert), w(argWords-1)) // last
 }
 
