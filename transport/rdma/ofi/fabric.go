@@ -592,14 +592,7 @@ func (f *fabricObjs) pollCQ(out []cqEntry) int {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	n := int(C.rdx_cq_read(C.uintptr_t(uintptr(unsafe.Pointer(f.cq))), C.uintptr_t(uintptr(unsafe.Pointer(f.entries))), cqEntryBatch))
-	if n <= 0 {
-		return n
-	}
-	es := unsafe.Slice(f.entries, n)
-	for i := range es {
-		out[i] = cqEntry{ctx: (*ctx)(es[i].op_context), flags: uint64(es[i].flags), data: uint64(es[i].data), len: int(es[i].len)}
-	}
-	return n
+	return f.copyEntries(out, n)
 }
 
 // waitCQ blocks for up to timeoutMS for completions and reads them into
@@ -614,6 +607,12 @@ func (f *fabricObjs) waitCQ(out []cqEntry, timeoutMS int, quiet func() bool) int
 		return f.pollCQ(out)
 	}
 	n := int(C.rdx_cq_sread(f.cq, f.entries, cqEntryBatch, C.int(timeoutMS)))
+	return f.copyEntries(out, n)
+}
+
+// copyEntries converts the n entries a CQ read left in f.entries into out
+// and returns n; a negative n (a libfabric code) is returned unchanged.
+func (f *fabricObjs) copyEntries(out []cqEntry, n int) int {
 	if n <= 0 {
 		return n
 	}
