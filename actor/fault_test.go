@@ -311,6 +311,7 @@ type faultRun struct {
 
 	sched    *metrics.Float64Histogram // the goroutines' scheduling delays when the traffic started
 	silent   []*actor.Future           // requests to the victim's "silent", which only the loss ends
+	named    chan request              // Node.Requests to the victim's "silent": ErrRankGone when they end
 	inflight atomic.Pointer[inflight]  // the request to the victim's "echo" in flight
 	checked  int                       // requests pending at the detection
 	latest   time.Duration             // the latest one of them failed after the detection
@@ -349,6 +350,16 @@ func (f *faultRun) start() {
 	if n.Rank() != f.victim {
 		for range 8 {
 			f.silent = append(f.silent, n.Root().RequestFuture(n.PID(f.victim, "silent"), &ping{}, 30*time.Second))
+		}
+		f.named = make(chan request, namedRequests)
+		for range namedRequests {
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				start := time.Now()
+				_, err := n.Request(ctx, n.PID(f.victim, "silent"), &ping{})
+				f.named <- request{start, time.Now(), err}
+			}()
 		}
 	}
 	for g := range 2 {
@@ -412,12 +423,16 @@ func (f *faultRun) start() {
 	}()
 }
 
+// namedRequests is how many Node.Requests each survivor keeps pending
+// towards the victim.
+const namedRequests = 4
+
 // waitDetection waits until the node knows the victim gone (polled every
 // 100 µs) and returns when that was first seen. Then, in this goroutine
 // (so that no goroutine's wake-up delay enters the figure), it waits for
 // every request pending towards the victim at that moment, which must
-// have failed with ErrDeadLetter (what a protoactor-go Future can fail
-// with; Node.Gone gives ErrRankGone) within pendingLimit.
+// have failed within pendingLimit: futures with ErrDeadLetter (all a
+// protoactor-go Future can fail with), Node.Requests with ErrRankGone.
 func (f *faultRun) waitDetection(ctx context.Context) (time.Time, error) {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
@@ -445,7 +460,19 @@ func (f *faultRun) waitDetection(ctx context.Context) (time.Time, error) {
 		}
 		f.latest = max(f.latest, late)
 	}
-	f.checked = len(pending)
+	for i := range namedRequests {
+		var r request
+		select {
+		case r = <-f.named:
+		case <-ctx.Done():
+			return detected, fmt.Errorf("Node.Request %d pending towards the lost rank did not end: %w", i, ctx.Err())
+		}
+		if !errors.Is(r.err, actor.ErrRankGone) {
+			return detected, fmt.Errorf("Node.Request %d pending towards the lost rank ended with %v, want ErrRankGone", i, r.err)
+		}
+		f.latest = max(f.latest, r.end.Sub(detected))
+	}
+	f.checked = len(pending) + namedRequests
 	f.waited = worstSince(f.sched, schedLatencies())
 	if limit := f.pendingLimit(); f.latest > limit {
 		return detected, fmt.Errorf("requests pending towards the lost rank failed up to %v after the loss was known, want <= %v (goroutines waited up to %v to run)",
