@@ -54,7 +54,8 @@ func (n *Node) Request(ctx context.Context, pid *PID, msg any) (any, error) {
 		return nil, fmt.Errorf("request %s/%s: %w", pid.Address, short(pid.Id), err)
 	}
 	timeout := requestForever
-	if dl, ok := ctx.Deadline(); ok {
+	dl, hasDeadline := ctx.Deadline()
+	if hasDeadline {
 		timeout = max(time.Until(dl), time.Nanosecond)
 	}
 	f := n.system.Root.RequestFuture(pid, msg, timeout)
@@ -76,14 +77,20 @@ func (n *Node) Request(ctx context.Context, pid *PID, msg any) (any, error) {
 			if err := gone(); err != nil {
 				return nil, err
 			}
-		case errors.Is(a.err, ErrTimeout) && ctx.Err() != nil:
-			return nil, fmt.Errorf("request %s/%s: %w", pid.Address, short(pid.Id), ctx.Err())
+		case errors.Is(a.err, ErrTimeout) && hasDeadline:
+			// The future's timeout is ctx's deadline; its timer may
+			// fire before ctx's.
+			return nil, fmt.Errorf("request %s/%s: %w", pid.Address, short(pid.Id), context.DeadlineExceeded)
 		}
 		return nil, fmt.Errorf("request %s/%s: %w", pid.Address, short(pid.Id), a.err)
 	case <-ctx.Done():
-		// Answer the future, so that its goroutine and registration end
-		// now rather than at its timeout.
-		failFuture(n.system.ProcessRegistry, r, f.PID().Id)
+		// Answer a cancelled request's future, so that its goroutine and
+		// registration end now rather than at its timeout. At ctx's
+		// deadline the future's own timer ends it (an answer racing that
+		// timer would race protoactor-go's unlocked result fields).
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			failFuture(n.system.ProcessRegistry, r, f.PID().Id)
+		}
 		return nil, fmt.Errorf("request %s/%s: %w", pid.Address, short(pid.Id), ctx.Err())
 	}
 }
