@@ -56,12 +56,17 @@ type Bell interface {
 // peer). Each look costs wake-ups, so they are rare.
 const MaxBlock = 10 * time.Second
 
-// MaxBlockDriven bounds one block in a Blocker's PollWait. It is shorter:
-// a provider's wait object can miss what only a read of its queue moves
-// (over ofi tcp a first write to a peer then took one whole block), so the
-// waiter looks once a second; each look costs an ofi rank about twenty
-// syscalls.
-const MaxBlockDriven = time.Second
+// MinBlockDriven and MaxBlockDriven bound one block in a Blocker's
+// PollWait: the first block of a wait lasts MinBlockDriven, each next one
+// twice as long, up to MaxBlockDriven. A provider's wait object can miss
+// what only a read of its queue moves (tcp;ofi_rxm holds bytes it has
+// taken off a socket until its CQ is read again); that happens right after
+// traffic, so the short first blocks bound the delay it adds, and an idle
+// rank soon blocks for seconds at a time.
+const (
+	MinBlockDriven = time.Millisecond
+	MaxBlockDriven = 10 * time.Second
+)
 
 // checkEvery is how often the spin and yield phases report to the caller
 // (as if parked), so that a cancelled context ends even a long spin.
@@ -74,6 +79,7 @@ type Backoff struct {
 	d     Driver
 	n     int
 	sleep time.Duration
+	blk   time.Duration // next block in a Blocker's PollWait
 
 	bell    Bell
 	blocker Blocker // d, where it blocks (NewDrivenCtx)
@@ -110,7 +116,8 @@ type Blocker interface {
 
 // NewDrivenCtx is NewDriven for a wait with a context: where d is a
 // Blocker that blocks, the phase after the spins blocks in d.PollWait for
-// up to MaxBlockDriven (or ctx's deadline), and ctx's cancellation kicks d. The
+// from MinBlockDriven doubling up to MaxBlockDriven (or ctx's deadline),
+// and ctx's cancellation kicks d. The
 // caller must call Stop when the wait ends.
 func NewDrivenCtx(ctx context.Context, s Strategy, d Driver) Backoff {
 	b := NewDriven(s, d)
@@ -168,7 +175,12 @@ func (b *Backoff) Idle() (parked bool) {
 		if b.ctx.Err() != nil { // its kick may have come and gone
 			return true
 		}
-		b.d.PollWait(b.blockFor(MaxBlockDriven))
+		b.blk = max(b.blk, MinBlockDriven)
+		t0 := time.Now()
+		b.d.PollWait(b.blockFor(b.blk))
+		if time.Since(t0) >= b.blk/2 { // it blocked: the next block may be longer
+			b.blk = min(2*b.blk, MaxBlockDriven)
+		}
 		return true
 	}
 	switch {
@@ -218,7 +230,7 @@ func (b *Backoff) blockFor(most time.Duration) time.Duration {
 // Reset starts the phases over, after progress was made. It disarms the
 // Bell, so that puts ring no futex while the waiter spins again.
 func (b *Backoff) Reset() {
-	b.n, b.sleep = 0, b.s.MinSleep
+	b.n, b.sleep, b.blk = 0, b.s.MinSleep, 0
 	if b.armed {
 		b.bell.Disarm()
 		b.armed = false

@@ -26,8 +26,8 @@ func HoldProgress(p *Provider) (release func()) {
 	}
 }
 
-// Polls is how many Poll and PollWait calls p has had.
-func Polls(p *Provider) uint64 { return p.polls.Load() }
+// PollWaits is how many PollWait calls p has had.
+func PollWaits(p *Provider) uint64 { return p.pollWaits.Load() }
 
 // PostWork is the work q's Post counted since its last yield (schedPost).
 func PostWork(q rdma.QP) int { return q.(*qp).postWork }

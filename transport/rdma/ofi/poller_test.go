@@ -264,15 +264,15 @@ func TestPollWaitEnds(t *testing.T) {
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
 				x, _ := comms[0].Context(0)
-				start := ofi.Polls(provs[0])
+				start := ofi.PollWaits(provs[0])
 				done := make(chan error, 1)
 				go func() {
 					_, err := x.WaitSignal(ctx, 1, 1, 64)
 					done <- err
 				}()
-				// Past the spin phase (gin.DefaultIdle.Spins polls) the
-				// waiter is in its PollWait loop.
-				for ofi.Polls(provs[0])-start < uint64(gin.DefaultIdle.Spins)+8 {
+				// Past its spin and yield phases the waiter loops in
+				// PollWait.
+				for ofi.PollWaits(provs[0])-start < 2 {
 					select {
 					case err := <-done:
 						t.Fatalf("wait ended before it was ended: %v", err)

@@ -86,13 +86,14 @@ func (p *Provider) run() {
 			p.pollMu.Unlock()
 			continue
 		}
+		p.retryWarmups()
 		got := p.poll(ents)
 		p.pollMu.Unlock()
 		if got > 0 {
 			empty = 0
 			continue
 		}
-		if a := p.activity.Load(); a != lastAct || p.inflight.Load() > 0 {
+		if a := p.activity.Load(); a != lastAct || p.inflight.Load() > 0 || p.warming() {
 			lastAct, empty = a, 0 // busy: a manual-progress provider needs polling
 			continue
 		}
@@ -400,7 +401,9 @@ func (p *Provider) pollWait(d time.Duration) int {
 	p.pollMu.Lock()
 	p.waiters.Add(-1)
 	p.polls.Add(1)
+	p.pollWaits.Add(1)
 	ents := p.pollBuf()
+	p.retryWarmups()
 	t0 := time.Now()
 	n := p.poll(ents)
 	now := time.Now()
@@ -409,7 +412,7 @@ func (p *Provider) pollWait(d time.Duration) int {
 		p.busy()
 	}
 	idle := p.sinceBusy(now)
-	if n > 0 || p.inflight.Load() > 0 || p.stopping.Load() {
+	if n > 0 || p.inflight.Load() > 0 || p.warming() || p.stopping.Load() {
 		p.pollMu.Unlock()
 		return n
 	}
@@ -462,7 +465,7 @@ func (p *Provider) blockCQ(ents []cqEntry, ms int) int {
 	// wait looks again after fi_trywait, which swallows a wake-up signal
 	// that came before it.
 	quiet := func() bool {
-		return p.inflight.Load() == 0 && p.waiters.Load() == 0 && !p.stopping.Load() && p.kicks.Load() == kicks
+		return p.inflight.Load() == 0 && !p.warming() && p.waiters.Load() == 0 && !p.stopping.Load() && p.kicks.Load() == kicks
 	}
 	if !quiet() {
 		return 0

@@ -63,6 +63,7 @@ type Provider struct {
 	ctxs      ctxPool
 	stage     stagePool     // small writes' sources, where FI_INJECT is unsafe
 	internal  sync.Map      // *ctx -> *internalOp
+	warm      warmups       // peers whose connection warm-up waits to be posted
 	dec       decoder       // under pollMu
 	pollMu    sync.Mutex    // one reader of the CQ at a time: the progress goroutine or Poll
 	spins     atomic.Uint64 // Poll and PollWait calls, for schedPoint
@@ -70,6 +71,7 @@ type Provider struct {
 	seenEv    uint64        // events when PollWait last looked; guarded by pollMu
 	busyAt    time.Time     // when PollWait first saw events at seenEv; guarded by pollMu
 	polls     atomic.Uint64 // Poll and PollWait calls: the progress goroutine stands back while they come
+	pollWaits atomic.Uint64 // PollWait calls (tests see a waiter reach its blocking phase)
 	pushes    atomic.Uint64 // CQ reads after a post (push): the progress goroutine stands back while they come
 	waiters   atomic.Int32  // PollWait callers waiting for pollMu
 	slow      slowReads     // PollWait's record of its slow CQ reads; guarded by pollMu

@@ -256,25 +256,3 @@ func (p *Provider) answerQuery(m *sigMsg, sender int) {
 	}
 	p.ctrl.word(p.ctrlOff(ctrlQuery, sender)).Store(m.value<<8 | res)
 }
-
-// connect posts a zero-byte write to a newly learned peer so that the
-// connection (tens of ms on tcp;ofi_rxm) is set up now, not at the first
-// put. Its completion is only waited for by the progress goroutine.
-func (p *Provider) connect(peer int, ps *peerState) {
-	c := p.ctxs.get()
-	c.set(ctxInternal, 0, 0)
-	op := &internalOp{}
-	p.internal.Store(c, op)
-	p.inflight.Add(1)
-	r := p.f.write(p.ctrl.ptr(0), 0, p.ctrl.mr.desc, ps.addr, p.mrm.targetAddr(ps.ctrlBase, 0), ps.ctrlKey, c, 0, fiCompletion)
-	if r != 0 { // -FI_EAGAIN included: the first put will connect
-		p.inflight.Add(-1)
-		p.internal.Delete(c)
-		p.ctxs.put(c)
-		if p.env.debug && r != -codeAgain {
-			p.debugf("connect to rank %d: %v", peer, newFabricError("fi_writemsg", r))
-		}
-		return
-	}
-	p.active()
-}
