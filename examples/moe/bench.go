@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/rdmactor/rdmactor/barrier"
+	"github.com/rdmactor/rdmactor/bench/perf"
 	"github.com/rdmactor/rdmactor/bench/twosided"
 	"github.com/rdmactor/rdmactor/collective"
 	"github.com/rdmactor/rdmactor/gin"
@@ -32,48 +32,18 @@ type input struct {
 // trace) and token values: small integers, so that every run checks the
 // same numbers. Rank 0 writes the job's routing to s.routeFile if set.
 func makeInput(o options, s setup, me, n int) (input, error) {
-	var in input
-	var trace *moe.Trace
-	switch {
-	case o.routing != "":
-		t, err := moe.ReadTrace(o.routing)
-		if err != nil {
-			return in, err
-		}
-		if err := t.Check(o.experts); err != nil {
-			return in, err
-		}
-		if t.TopK != o.topk {
-			return in, fmt.Errorf("trace %s is top-%d, -topk is %d", o.routing, t.TopK, o.topk)
-		}
-		trace = t
-		in.idx, in.w = t.Rank(me, n)
-		in.tokens = len(in.idx) / o.topk
-		in.maxT = t.MaxRankTokens(n)
-		in.routing = fmt.Sprintf("trace %s (%d tokens)", filepath.Base(o.routing), t.Tokens)
-	default:
-		skew := moe.Skew{Drop: o.drop}
-		in.routing = "uniform"
-		if o.skew == "zipf" {
-			skew.Zipf = o.zipf
-			in.routing = fmt.Sprintf("zipf %g", o.zipf)
-		}
-		if o.drop > 0 {
-			in.routing += fmt.Sprintf(", %g dropped", o.drop)
-		}
-		in.routing += fmt.Sprintf(", seed %d", o.seed)
-		var err error
-		if in.idx, in.w, err = moe.RandomRouting(o.seed, me, s.tokens, o.topk, o.experts, skew); err != nil {
-			return in, err
-		}
-		in.tokens, in.maxT = s.tokens, s.tokens
-		if s.routeFile != "" && me == 0 {
-			trace = &moe.Trace{Tokens: n * s.tokens, TopK: o.topk}
-			for r := range n {
-				idx, w, _ := moe.RandomRouting(o.seed, r, s.tokens, o.topk, o.experts, skew)
-				trace.TopkIdx = append(trace.TopkIdx, idx...)
-				trace.TopkWeights = append(trace.TopkWeights, w...)
-			}
+	rr, err := o.route.Rank(me, n, s.tokens, o.topk, o.experts)
+	if err != nil {
+		return input{}, err
+	}
+	in := input{tokens: rr.Tokens, maxT: rr.MaxT, idx: rr.Idx, w: rr.W, routing: rr.Desc}
+	trace := rr.Trace
+	if trace == nil && s.routeFile != "" && me == 0 {
+		trace = &moe.Trace{Tokens: n * s.tokens, TopK: o.topk}
+		for r := range n {
+			idx, w, _ := moe.RandomRouting(o.route.Seed, r, s.tokens, o.topk, o.experts, o.route.Skew())
+			trace.TopkIdx = append(trace.TopkIdx, idx...)
+			trace.TopkWeights = append(trace.TopkWeights, w...)
 		}
 	}
 	if s.routeFile != "" && me == 0 {
@@ -379,7 +349,7 @@ type stats struct{ d, c, t float64 }
 // returns per-phase medians of the slowest rank's time per round.
 func (r *runner[T]) time(ctx context.Context, round func() (time.Duration, time.Duration, error)) (stats, error) {
 	o := r.o
-	mine := make([]byte, 0, 24*o.iters)
+	var rounds [][]time.Duration
 	for i := range o.warmup + o.iters {
 		if err := r.b.Sync(ctx, barrier.FenceNone); err != nil {
 			return stats{}, err
@@ -389,33 +359,14 @@ func (r *runner[T]) time(ctx context.Context, round func() (time.Duration, time.
 			return stats{}, fmt.Errorf("round %d: %w", i, err)
 		}
 		if i >= o.warmup {
-			for _, v := range []time.Duration{d, c, d + c} {
-				mine = binary.LittleEndian.AppendUint64(mine, uint64(v))
-			}
+			rounds = append(rounds, []time.Duration{d, c, d + c})
 		}
 	}
-	all, err := r.g.AllGather(ctx, mine)
+	m, err := perf.SlowestMedians(ctx, r.g, 3, rounds)
 	if err != nil {
 		return stats{}, err
 	}
-	var per [3][]float64
-	for i := range o.iters {
-		for k := range 3 {
-			worst := 0.0
-			for _, b := range all {
-				worst = max(worst, time.Duration(binary.LittleEndian.Uint64(b[8*(3*i+k):])).Seconds())
-			}
-			per[k] = append(per[k], worst)
-		}
-	}
-	med := func(v []float64) float64 {
-		if len(v) == 0 {
-			return math.NaN()
-		}
-		slices.Sort(v)
-		return v[len(v)/2]
-	}
-	return stats{med(per[0]), med(per[1]), med(per[2])}, nil
+	return stats{m[0], m[1], m[2]}, nil
 }
 
 // report prints one mode's figures (rank 0).

@@ -34,12 +34,12 @@ import (
 	"log"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/rdmactor/rdmactor/bench/perf"
+	"github.com/rdmactor/rdmactor/examples/internal/moeex"
 	"github.com/rdmactor/rdmactor/gin"
 	"github.com/rdmactor/rdmactor/internal/memword"
 	"github.com/rdmactor/rdmactor/moe"
@@ -57,11 +57,7 @@ type options struct {
 	topk     int
 	experts  int
 	modes    []string
-	routing  string
-	skew     string
-	zipf     float64
-	drop     float64
-	seed     uint64
+	route    *moeex.Routing
 	expert   gpumoe.Expert
 	check    bool
 	iters    int
@@ -113,11 +109,7 @@ func parseFlags() options {
 	flag.StringVar(&dtype, "dtype", "bf16", "row element type: bf16")
 	flag.StringVar(&modes, "mode", "normal,ll", "modes to run, comma-separated: normal, ll")
 	flag.StringVar(&fp8, "fp8", "off", "low-latency dispatch in FP8 e4m3 with per-128-channel scales: off, on, or both (bf16, then FP8)")
-	flag.StringVar(&o.routing, "routing", "", "replay this router trace (.npz, .npy, .csv; see moe.Trace) instead of random routing")
-	flag.StringVar(&o.skew, "skew", "uniform", "random routing: uniform or zipf")
-	flag.Float64Var(&o.zipf, "zipf", 1.0, "Zipf exponent with -skew zipf")
-	flag.Float64Var(&o.drop, "drop", 0, "probability that a top-k slot is dropped (-1)")
-	flag.Uint64Var(&o.seed, "seed", 1, "routing and data seed")
+	o.route = moeex.AddRoutingFlags()
 	flag.StringVar(&expert, "expert", "scaled", "experts of the check round: identity or scaled (expert e multiplies by 1+e%4)")
 	flag.BoolVar(&o.check, "check", true, "check one round against a single-process reference before timing")
 	flag.IntVar(&o.iters, "iters", 20, "timed rounds")
@@ -138,11 +130,12 @@ func parseFlags() options {
 	flag.IntVar(&ignoredI, "contexts", 1, "ignored on GPUs (examples/moe)")
 	flag.IntVar(&ignoredI, "spins", 0, "ignored on GPUs (examples/moe)")
 	flag.Parse()
-	o.modes = strings.Split(modes, ",")
-	for _, m := range o.modes {
-		if m != "normal" && m != "ll" {
-			log.Fatalf("-mode: unknown mode %q", m)
-		}
+	var err error
+	if o.modes, err = moeex.ParseModes(modes); err != nil {
+		log.Fatal(err)
+	}
+	if err := o.route.Check(); err != nil {
+		log.Fatal(err)
 	}
 	if dtype != "bf16" {
 		log.Fatalf("-dtype %q: the GPU kernels carry bf16 (and FP8 with -fp8)", dtype)
@@ -164,9 +157,6 @@ func parseFlags() options {
 		o.fp8 = []bool{false, true}
 	default:
 		log.Fatalf("-fp8 %q: want off, on or both", fp8)
-	}
-	if o.skew != "uniform" && o.skew != "zipf" {
-		log.Fatalf("-skew %q: want uniform or zipf", o.skew)
 	}
 	return o
 }
@@ -224,42 +214,14 @@ type input struct {
 	routing string
 }
 
-// makeInput is examples/moe's: random routing (or this rank's slice of a
-// trace) and small integer token values, as bf16.
+// makeInput is this rank's routing (moeex.Routing.Rank) and small integer
+// token values, as bf16, as examples/moe makes them.
 func makeInput(o options, s setup, me, n int) (input, error) {
-	var in input
-	if o.routing != "" {
-		t, err := moe.ReadTrace(o.routing)
-		if err != nil {
-			return in, err
-		}
-		if err := t.Check(s.experts); err != nil {
-			return in, err
-		}
-		if t.TopK != s.topk {
-			return in, fmt.Errorf("trace %s is top-%d, -topk is %d", o.routing, t.TopK, s.topk)
-		}
-		in.idx, in.w = t.Rank(me, n)
-		in.tokens = len(in.idx) / s.topk
-		in.maxT = t.MaxRankTokens(n)
-		in.routing = fmt.Sprintf("trace %s (%d tokens)", filepath.Base(o.routing), t.Tokens)
-	} else {
-		skew := moe.Skew{Drop: o.drop}
-		in.routing = "uniform"
-		if o.skew == "zipf" {
-			skew.Zipf = o.zipf
-			in.routing = fmt.Sprintf("zipf %g", o.zipf)
-		}
-		if o.drop > 0 {
-			in.routing += fmt.Sprintf(", %g dropped", o.drop)
-		}
-		in.routing += fmt.Sprintf(", seed %d", o.seed)
-		var err error
-		if in.idx, in.w, err = moe.RandomRouting(o.seed, me, s.tokens, s.topk, s.experts, skew); err != nil {
-			return in, err
-		}
-		in.tokens, in.maxT = s.tokens, s.tokens
+	rr, err := o.route.Rank(me, n, s.tokens, s.topk, s.experts)
+	if err != nil {
+		return input{}, err
 	}
+	in := input{tokens: rr.Tokens, maxT: rr.MaxT, idx: rr.Idx, w: rr.W, routing: rr.Desc}
 	in.x = make([]uint16, in.tokens*s.hidden)
 	for i := range in.x {
 		in.x[i] = moe.BF16(float32((i*7+me*3)%9 - 4))
@@ -589,7 +551,7 @@ func (r *runner) time(ctx context.Context, layout bool, dispatch, combine func()
 	o := r.o
 	st := r.g.Stream()
 	flag := memword.Uint64(r.gate.Bytes(), 0)
-	mine := make([]byte, 0, 32*o.iters)
+	var rounds [][]time.Duration
 	for i := range o.warmup + o.iters {
 		flag.Store(0)
 		err := r.h.StartLine(r.gate.Dev())
@@ -630,33 +592,14 @@ func (r *runner) time(ctx context.Context, layout bool, dispatch, combine func()
 			return stats{}, err
 		}
 		if i >= o.warmup {
-			for _, v := range []time.Duration{d, c, d + c, l} {
-				mine = binary.LittleEndian.AppendUint64(mine, uint64(v))
-			}
+			rounds = append(rounds, []time.Duration{d, c, d + c, l})
 		}
 	}
-	all, err := r.gc.AllGather(ctx, mine)
+	m, err := perf.SlowestMedians(ctx, r.gc, 4, rounds)
 	if err != nil {
 		return stats{}, err
 	}
-	var per [4][]float64
-	for i := range o.iters {
-		for k := range 4 {
-			worst := 0.0
-			for _, b := range all {
-				worst = max(worst, time.Duration(binary.LittleEndian.Uint64(b[8*(4*i+k):])).Seconds())
-			}
-			per[k] = append(per[k], worst)
-		}
-	}
-	med := func(v []float64) float64 {
-		if len(v) == 0 {
-			return math.NaN()
-		}
-		slices.Sort(v)
-		return v[len(v)/2]
-	}
-	return stats{med(per[0]), med(per[1]), med(per[2]), med(per[3])}, nil
+	return stats{m[0], m[1], m[2], m[3]}, nil
 }
 
 // report prints one mode's figures (rank 0), as examples/moe does.
