@@ -31,12 +31,12 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/rdmactor/rdmactor/barrier"
 	"github.com/rdmactor/rdmactor/bench/perf"
 	"github.com/rdmactor/rdmactor/collective"
+	"github.com/rdmactor/rdmactor/examples/internal/moeex"
 	"github.com/rdmactor/rdmactor/gin"
 	_ "github.com/rdmactor/rdmactor/transport/rdma/ofi" // RDMACTOR_TRANSPORT=ofi in builds with -tags ofi
 )
@@ -52,12 +52,8 @@ type options struct {
 	experts    int
 	dtype      string
 	modes      []string
-	routing    string
+	route      *moeex.Routing
 	writeRoute string
-	skew       string
-	zipf       float64
-	drop       float64
-	seed       uint64
 	expert     string
 	check      bool
 	baseline   bool
@@ -125,12 +121,8 @@ func parseFlags() options {
 	flag.IntVar(&o.experts, "experts", 64, "experts, spread evenly over the ranks")
 	flag.StringVar(&o.dtype, "dtype", "bf16", "row element type: bf16 (carried as uint16) or float32")
 	flag.StringVar(&modes, "mode", "normal,ll", "modes to run, comma-separated: normal, ll")
-	flag.StringVar(&o.routing, "routing", "", "replay this router trace (.npz, .npy, .csv; see moe.Trace) instead of random routing")
+	o.route = moeex.AddRoutingFlags()
 	flag.StringVar(&o.writeRoute, "write-routing", "", "write the job's routing to this file (.csv or .npz); with -deepep, one file per size: NAME.<tokens>.csv")
-	flag.StringVar(&o.skew, "skew", "uniform", "random routing: uniform or zipf")
-	flag.Float64Var(&o.zipf, "zipf", 1.0, "Zipf exponent with -skew zipf")
-	flag.Float64Var(&o.drop, "drop", 0, "probability that a top-k slot is dropped (-1)")
-	flag.Uint64Var(&o.seed, "seed", 1, "routing and data seed")
 	flag.StringVar(&o.expert, "expert", "scaled", "experts of the check round: identity, scaled (expert e multiplies by 1+e%4) or linear (a small per-expert linear layer)")
 	flag.BoolVar(&o.check, "check", true, "check one round against a single-process reference before timing")
 	flag.BoolVar(&o.baseline, "baseline", true, "also time the AllToAllV baseline (normal mode)")
@@ -146,17 +138,15 @@ func parseFlags() options {
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "deadline for the whole run")
 	flag.StringVar(&o.profile, "cpuprofile", "", "write a CPU profile of this process to this file (suffixed .rank under the launcher)")
 	flag.Parse()
-	o.modes = strings.Split(modes, ",")
-	for _, m := range o.modes {
-		if m != "normal" && m != "ll" {
-			log.Fatalf("-mode: unknown mode %q", m)
-		}
+	var err error
+	if o.modes, err = moeex.ParseModes(modes); err != nil {
+		log.Fatal(err)
+	}
+	if err := o.route.Check(); err != nil {
+		log.Fatal(err)
 	}
 	if o.dtype != "bf16" && o.dtype != "float32" {
 		log.Fatalf("-dtype %q: want bf16 or float32", o.dtype)
-	}
-	if o.skew != "uniform" && o.skew != "zipf" {
-		log.Fatalf("-skew %q: want uniform or zipf", o.skew)
 	}
 	return o
 }
