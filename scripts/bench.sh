@@ -17,13 +17,9 @@
 # Only ratios within one run mean anything on a shared or noisy host.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/bench.sh # bench_out
 
-out=${OUT:-}
-if [ -z "$out" ]; then
-  out=$(mktemp -d)
-  trap 'rm -rf "$out"' EXIT
-fi
-mkdir -p "$out"
+bench_out
 
 echo "== build"
 go build -o bin/ ./cmd/rdmarun ./cmd/rdmabench

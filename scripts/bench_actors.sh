@@ -19,13 +19,9 @@
 # a shared or noisy host; the CPU per message is the steadiest figure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/bench.sh # bench_out
 
-out=${OUT:-}
-if [ -z "$out" ]; then
-  out=$(mktemp -d)
-  trap 'rm -rf "$out"' EXIT
-fi
-mkdir -p "$out"
+bench_out
 
 echo "== build"
 go build -o bin/ ./cmd/rdmarun ./examples/pingpong ./examples/actors

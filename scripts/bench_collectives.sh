@@ -34,22 +34,16 @@
 # otherwise).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/bench.sh # bench_out, host, MEDIAN_AWK
 
 rounds=${ROUNDS:-1}
 rep=${REP_SECONDS:-0.4}
 reps=${REPS:-5}
-out=${OUT:-}
-if [ -z "$out" ]; then
-  out=$(mktemp -d)
-  trap 'rm -rf "$out"' EXIT
-fi
-mkdir -p "$out"
+bench_out
 anchor_dir=$(cd ../shared/anchors 2>/dev/null && pwd || true)
 
 echo "== build"
 go build -o bin/ ./cmd/rdmarun ./examples/barrier ./examples/collectives
-
-host() { echo "== $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(date -u +%H:%M:%SZ), load $(cut -d' ' -f1-3 /proc/loadavg)"; }
 
 # rdmactor NP ROUND: both examples under the launcher; rank 0's figures.
 rdmactor() {
@@ -145,24 +139,7 @@ rows='2 barrier_2ranks_latency rdmactor2 barrier_2ranks_latency mpi
 4 alltoall_128tok_x7168_bf16_algbw rdmactor4 alltoall_128tok_x7168_bf16_algbw mpi4
 4 alltoall_4096tok_x7168_bf16_time rdmactor4 alltoall_4096tok_x7168_bf16_time mpi4
 4 alltoall_4096tok_x7168_bf16_algbw rdmactor4 alltoall_4096tok_x7168_bf16_algbw mpi4'
-printf '%s\n' "$rows" | awk -v out="$out" -v rounds="$rounds" '
-  # median of the figure name over the rounds of file base
-  function med(base, name,   r, f, line, v, n, i, j, t, a) {
-    n = 0
-    for (r = 1; r <= rounds; r++) {
-      f = out "/" base "." r ".txt"
-      while ((getline line < f) > 0) {
-        if (line ~ /^[A-Za-z_.0-9]+: [-0-9.e+]+ [^ ]+$/) {
-          split(line, a, " "); t = a[1]; sub(/:$/, "", t)
-          if (t == name) { v[++n] = a[2] + 0; unit[name] = a[3] }
-        }
-      }
-      close(f)
-    }
-    if (n == 0) return ""
-    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
-    return (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-  }
+printf '%s\n' "$rows" | awk -v out="$out" -v rounds="$rounds" "$MEDIAN_AWK"'
   BEGIN { printf "%5s  %-52s %12s %12s %8s  %s\n", "ranks", "figure", "rdmactor", "Open MPI", "ratio", "target >= 1" }
   {
     a = med($3, $2); b = med($5, $4)

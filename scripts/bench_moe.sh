@@ -38,6 +38,7 @@
 # ./cmd/rdmarun ./examples/moe).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/bench.sh # bench_out, host, MEDIAN_AWK
 
 rounds=${ROUNDS:-3}
 iters=${ITERS:-20}
@@ -53,12 +54,7 @@ if [ -n "${QUICK:-}" ]; then
   hidden=${HIDDEN:-1024}
   experts=${EXPERTS:-64}
 fi
-out=${OUT:-}
-if [ -z "$out" ]; then
-  out=$(mktemp -d)
-  trap 'rm -rf "$out"' EXIT
-fi
-mkdir -p "$out"
+bench_out
 
 bin=${BIN:-}
 if [ -z "$bin" ]; then
@@ -76,8 +72,6 @@ if [ -z "${NO_MPI:-}" ]; then
   mpi="$out/moe_alltoallv"
   echo "# $(mpirun --version | head -1); mpicc -O3 -march=native"
 fi
-
-host() { echo "== $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(date -u +%H:%M:%SZ), load $(cut -d' ' -f1-3 /proc/loadavg)"; }
 
 # rdmactor NP TOKENS ROUND
 rdmactor() {
@@ -133,24 +127,7 @@ done
 echo
 echo "== side by side: hidden $hidden, top-$topk, $experts experts, bf16, $skew routing; median over $rounds round(s) of each run's median of $iters rounds on the slowest rank"
 echo "   ratio = baseline time / moe time: > 1 means moe's one-sided dispatch/combine is faster"
-awk -v out="$out" -v rounds="$rounds" -v nps="$nps" -v toks="$tokens_list" -v hidden="$hidden" '
-  # median of figure name over the rounds of file base (a missing figure: "")
-  function med(base, name,   r, f, line, v, n, i, j, t, a) {
-    n = 0
-    for (r = 1; r <= rounds; r++) {
-      f = out "/" base "." r ".txt"
-      while ((getline line < f) > 0) {
-        if (line ~ /^[A-Za-z_.0-9]+: [-0-9.e+]+ [^ ]+$/) {
-          split(line, a, " "); t = a[1]; sub(/:$/, "", t)
-          if (t == name) v[++n] = a[2] + 0
-        }
-      }
-      close(f)
-    }
-    if (n == 0) return ""
-    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
-    return (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-  }
+awk -v out="$out" -v rounds="$rounds" -v nps="$nps" -v toks="$tokens_list" -v hidden="$hidden" "$MEDIAN_AWK"'
   function cell(x) { return x == "" ? sprintf("%10s", "-") : sprintf("%10.1f", x) }
   function ratio(b, a) { return (a == "" || b == "" || a == 0) ? sprintf("%7s", "-") : sprintf("%6.2fx", b / a) }
   BEGIN {
