@@ -62,6 +62,7 @@ if [ -f /usr/include/rdma/fabric.h ]; then
   go test -tags ofi -timeout 10m "$@" ./transport/rdma/ofi/...
   # Two ranks in two network namespaces joined by a veth pair: created here,
   # removed on exit; skipped, saying why, where that is not permitted.
+  . scripts/lib/netns.sh # veth_join
   ofi_netns() {
     local a=rdxa$$ b=rdxb$$ va=rva$$ vb=rvb$$ bin
     if ! command -v ip >/dev/null 2>&1; then echo "ofi netns test skipped: no ip(8) (iproute2)"; return 0; fi
@@ -69,14 +70,7 @@ if [ -f /usr/include/rdma/fabric.h ]; then
       echo "ofi netns test skipped: cannot create network namespaces here (needs root or CAP_SYS_ADMIN)"; return 0
     fi
     trap 'ip netns del '"$a"' 2>/dev/null; ip netns del '"$b"' 2>/dev/null; rm -rf '"${TMPDIR:-/tmp}/rdx-ofi-$$" EXIT
-    ip netns add "$b"
-    ip link add "$va" type veth peer name "$vb"
-    ip link set "$va" netns "$a"
-    ip link set "$vb" netns "$b"
-    ip -n "$a" addr add 10.177.0.1/24 dev "$va"
-    ip -n "$b" addr add 10.177.0.2/24 dev "$vb"
-    ip -n "$a" link set lo up; ip -n "$b" link set lo up
-    ip -n "$a" link set "$va" up; ip -n "$b" link set "$vb" up
+    veth_join "$a" "$b" "$va" "$vb" 10.177.0
     mkdir -p "${TMPDIR:-/tmp}/rdx-ofi-$$"
     bin="${TMPDIR:-/tmp}/rdx-ofi-$$/ofi.test"
     go test -c -race -tags ofi -o "$bin" ./transport/rdma/ofi

@@ -10,6 +10,7 @@
 #	sudo scripts/twohosts.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/netns.sh # veth_join
 
 if ! command -v ip >/dev/null 2>&1; then echo "two-host test skipped: no ip(8) (iproute2)"; exit 0; fi
 if [ ! -f /usr/include/rdma/fabric.h ]; then echo "two-host test skipped: no libfabric-dev"; exit 0; fi
@@ -19,15 +20,7 @@ if ! ip netns add "$a" 2>/dev/null; then
   echo "two-host test skipped: cannot create network namespaces here (needs root or CAP_SYS_ADMIN)"; exit 0
 fi
 trap 'ip netns del '"$a"' 2>/dev/null; ip netns del '"$b"' 2>/dev/null; rm -rf '"$dir" EXIT
-ip netns add "$b"
-ip link add "$va" type veth peer name "$vb"
-ip link set "$va" netns "$a"
-ip link set "$vb" netns "$b"
-ip -n "$a" addr add 10.178.0.1/24 dev "$va"
-ip -n "$b" addr add 10.178.0.2/24 dev "$vb"
-for ns in "$a" "$b"; do ip -n "$ns" link set lo up; done
-ip -n "$a" link set "$va" up
-ip -n "$b" link set "$vb" up
+veth_join "$a" "$b" "$va" "$vb" 10.178.0
 
 mkdir -p "$dir"
 go build -tags ofi -o "$dir/" ./cmd/rdmarun ./examples/putsignal ./examples/barrier ./examples/collectives \
