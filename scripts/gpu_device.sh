@@ -34,76 +34,32 @@
 set -uo pipefail
 self="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
 cd "$(dirname "$self")/.."
-
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+step_width=28
+. scripts/lib/device.sh # bundle, unpack, tee_run, require, gpu_info, step, has, summary_table, finish
 
 if [ "${1:-}" = "build" ]; then
   set -e
-  rm -rf bin/gpu && mkdir -p bin/gpu
-  export CGO_ENABLED=0 GOOS=linux GOARCH=amd64
-  for p in gpu:./transport/gpu cuda:./transport/gpu/cuda jit:./transport/gpu/jit ring:./transport/gpu/ring; do
-    go test -c -ldflags='-s -w' -o "bin/gpu/${p%%:*}.test" "${p#*:}"
-  done
-  go build -ldflags='-s -w' -o bin/gpu/ ./examples/gpu_putsignal ./examples/gpu_barrier ./cmd/rdmarun
-  tar -C bin/gpu -czf bin/gpu.tar.gz .
-  ls -l bin/gpu/ bin/gpu.tar.gz
-  echo "carry bin/gpu.tar.gz (or bin/gpu) to the GPU machine and run scripts/gpu_device.sh there"
-  exit 0
+  bundle bin/gpu gpu:./transport/gpu cuda:./transport/gpu/cuda jit:./transport/gpu/jit ring:./transport/gpu/ring \
+    -- ./examples/gpu_putsignal ./examples/gpu_barrier ./cmd/rdmarun
 fi
 
 [ "${1:-}" = "run" ] && shift
 counts=${GPUS:-$*}
-
-if [ -f bin/gpu.tar.gz ] && { [ ! -x bin/gpu/gpu.test ] || [ bin/gpu.tar.gz -nt bin/gpu/gpu.test ]; }; then
-  mkdir -p bin/gpu && tar -C bin/gpu -xzf bin/gpu.tar.gz
-fi
-
-if [ -n "${OUT:-}" ] && [ -z "${GPU_DEVICE_TEED:-}" ]; then # keep the whole run in $OUT/run.log
-  export GPU_DEVICE_TEED=1
-  set -o pipefail
-  bash "$self" "$@" 2>&1 | tee "$OUT/run.log"
-  exit "${PIPESTATUS[0]}"
-fi
+unpack bin/gpu gpu.test
+tee_run GPU_DEVICE_TEED "$@"
 
 export RDMACTOR_REQUIRE_GPU=1
 export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/rdmactor-cache}
 STEPS=${STEPS:-tests examples bench anchor}
 BENCHTIME=${BENCHTIME:-200ms}
 logs=$(mktemp -d)
-mkdir -p "$logs"
 summary=()
+require bin/gpu gpu.test cuda.test jit.test ring.test gpu_putsignal gpu_barrier rdmarun
 
-for b in gpu.test cuda.test jit.test ring.test gpu_putsignal gpu_barrier rdmarun; do
-  [ -x "bin/gpu/$b" ] || { echo "bin/gpu/$b missing: run 'scripts/gpu_device.sh build' where Go is, and carry bin/"; exit 2; }
-done
-
-echo "== $(date -u +%Y-%m-%dT%H:%MZ) on $(hostname), $(nproc) cores"
-nvidia-smi -L
-nvidia-smi --query-gpu=index,name,driver_version,memory.total,pci.bus_id --format=csv,noheader
-echo "== topology"
-nvidia-smi topo -m 2>&1 | head -20
-ngpu=$(nvidia-smi -L | grep -c '^GPU')
-gpuname=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+gpu_info
 [ "$ngpu" -ge 2 ] && export RDMACTOR_REQUIRE_GPUS=1
 . scripts/gpu_counts.sh # counts, fits
 ls /usr/local/cuda*/lib64/libnvrtc.so* 2>/dev/null | head -3
-
-# step NAME TIMEOUT CMD...: runs CMD, logs to $logs/NAME.log, records the status.
-step() {
-  local name=$1 limit=$2
-  shift 2
-  echo
-  echo "== $name: $*"
-  local t0=$SECONDS
-  timeout --kill-after=10 "$limit" "$@" 2>&1 | tee "$logs/$name.log"
-  local rc=${PIPESTATUS[0]}
-  local st=ok
-  [ "$rc" -ne 0 ] && st="FAIL($rc)"
-  [ "$rc" -eq 124 ] && st="TIMEOUT"
-  summary+=("$(printf '%-28s %-10s %4ss' "$name" "$st" $((SECONDS - t0)))")
-}
-
-has() { [[ " $STEPS " == *" $1 "* ]]; }
 
 if has tests; then
   step test-ring 120 bin/gpu/ring.test -test.v -test.count=1
@@ -187,10 +143,7 @@ table() {
   fi
 }
 
-echo
-echo "================ summary ($(date -u +%Y-%m-%d), $ngpu x $gpuname) ================"
-printf '%-28s %-10s %5s\n' step status time
-for s in "${summary[@]}"; do echo "$s"; done
+summary_table
 if [ -f "$logs/test-gpu.log" ]; then
   echo
   echo "-- gpu tests"
@@ -209,8 +162,4 @@ fi
 for f in "$logs"/putsignal-*.log "$logs"/barrier-*.log; do
   [ -f "$f" ] && grep -hE 'round trip|per barrier' "$f" | head -2 | sed "s|^|$(basename "$f" .log): |"
 done
-[ -n "${OUT:-}" ] && tar -C "$logs" -czf "$OUT/logs.tar.gz" --exclude=logs.tar.gz . 2>/dev/null
-fails=0
-for s in "${summary[@]}"; do [[ "$s" == *" ok "* ]] || fails=$((fails + 1)); done
-echo "steps failed: $fails"
-exit $((fails > 0))
+finish

@@ -31,41 +31,26 @@
 #   7. a summary: every step's status, then one table per COUNT with
 #      rdmactor and NCCL side by side.
 # NVLink multicast stays off (NCCL_NVLS_ENABLE=0
-# TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1) for every
-# command (children inherit it); nothing here creates multicast objects.
+# TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1, set by
+# scripts/lib/device.sh) for every command; nothing here creates multicast
+# objects.
 #
 # Environment: STEPS (default "test small deepep sweep anchor"); ITERS (timed
 # rounds, default 30); OUT, if set, receives run.log and logs.tar.gz.
 set -uo pipefail
 self="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
 cd "$(dirname "$self")/.."
-
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+. scripts/lib/device.sh # bundle, unpack, tee_run, require, gpu_info, step, has, summary_table, finish
 
 if [ "${1:-}" = "build" ]; then
   set -e
-  rm -rf bin/moe_gpu && mkdir -p bin/moe_gpu
-  export CGO_ENABLED=0 GOOS=linux GOARCH=amd64
-  go test -c -ldflags='-s -w' -o bin/moe_gpu/gpumoe.test ./moe/gpu
-  go build -ldflags='-s -w' -o bin/moe_gpu/ ./examples/moe ./examples/moe_gpu ./cmd/rdmarun
-  tar -C bin/moe_gpu -czf bin/moe_gpu.tar.gz .
-  ls -l bin/moe_gpu/ bin/moe_gpu.tar.gz
-  echo "carry bin/moe_gpu.tar.gz to the GPU machine and run scripts/moe_gpu_device.sh there"
-  exit 0
+  bundle bin/moe_gpu gpumoe:./moe/gpu -- ./examples/moe ./examples/moe_gpu ./cmd/rdmarun
 fi
 
 [ "${1:-}" = "run" ] && shift
 counts=${GPUS:-$*}
-
-if [ -f bin/moe_gpu.tar.gz ] && { [ ! -x bin/moe_gpu/gpumoe.test ] || [ bin/moe_gpu.tar.gz -nt bin/moe_gpu/gpumoe.test ]; }; then
-  mkdir -p bin/moe_gpu && tar -C bin/moe_gpu -xzf bin/moe_gpu.tar.gz
-fi
-
-if [ -n "${OUT:-}" ] && [ -z "${MOE_GPU_TEED:-}" ]; then # the whole run in $OUT/run.log
-  export MOE_GPU_TEED=1
-  bash "$self" "$@" 2>&1 | tee "$OUT/run.log"
-  exit "${PIPESTATUS[0]}"
-fi
+unpack bin/moe_gpu gpumoe.test
+tee_run MOE_GPU_TEED "$@"
 
 export RDMACTOR_REQUIRE_GPU=1 RDMACTOR_REQUIRE_GPUS=1
 export RDMACTOR_GPU_CASE_TIMEOUT=${RDMACTOR_GPU_CASE_TIMEOUT:-10s}
@@ -75,31 +60,10 @@ ITERS=${ITERS:-30}
 logs=$(mktemp -d)
 summary=()
 B=bin/moe_gpu
+require "$B" gpumoe.test moe moe_gpu rdmarun
 
-for b in gpumoe.test moe moe_gpu rdmarun; do
-  [ -x "$B/$b" ] || { echo "$B/$b missing: run 'scripts/moe_gpu_device.sh build' where Go is, and carry bin/moe_gpu.tar.gz"; exit 2; }
-done
-
-echo "== $(date -u +%Y-%m-%dT%H:%MZ) on $(hostname), $(nproc) cores"
-nvidia-smi -L
-nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader
-nvidia-smi topo -m 2>&1 | head -8
-gpuname=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-ngpu=$(nvidia-smi -L | grep -c '^GPU')
+gpu_info
 . scripts/gpu_counts.sh # counts, fits
-step() { # step NAME TIMEOUT CMD...
-  local name=$1 limit=$2
-  shift 2
-  echo
-  echo "== $name: $*"
-  local t0=$SECONDS
-  timeout --kill-after=10 "$limit" "$@" 2>&1 | tee "$logs/$name.log"
-  local rc=${PIPESTATUS[0]} st=ok
-  [ "$rc" -ne 0 ] && st="FAIL($rc)"
-  [ "$rc" -eq 124 ] && st="TIMEOUT"
-  summary+=("$(printf '%-22s %-10s %4ss' "$name" "$st" $((SECONDS - t0)))")
-}
-has() { [[ " $STEPS " == *" $1 "* ]]; }
 
 if has test; then
   step test 60 "$B/gpumoe.test" -test.v -test.count=1 -test.failfast -test.timeout=55s
@@ -146,10 +110,7 @@ if has anchor; then
   done
 fi
 
-echo
-echo "================ summary ($(date -u +%Y-%m-%d), $ngpu x $gpuname) ================"
-printf '%-22s %-10s %5s\n' step status time
-for s in "${summary[@]}"; do echo "$s"; done
+summary_table
 if [ -f "$logs/test.log" ]; then
   echo
   echo "-- moe/gpu tests: passed $(grep -c -- '--- PASS' "$logs/test.log"), failed $(grep -c -- '--- FAIL' "$logs/test.log"), skipped $(grep -c -- '--- SKIP' "$logs/test.log") (tests and subtests)"
@@ -196,8 +157,4 @@ print("ratio: the faster NCCL figure / rdmactor's (above 1: rdmactor faster).")
 PY
   grep -h '^ANCHOR_' "$al" 2>/dev/null
 done
-[ -n "${OUT:-}" ] && tar -C "$logs" -czf "$OUT/logs.tar.gz" . 2>/dev/null
-fails=0
-for s in "${summary[@]}"; do [[ "$s" == *" ok "* ]] || fails=$((fails + 1)); done
-echo "steps failed: $fails"
-exit $((fails > 0))
+finish
