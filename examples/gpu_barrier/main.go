@@ -13,7 +13,6 @@ import (
 	_ "embed"
 	"flag"
 	"fmt"
-	"log"
 	"time"
 
 	"github.com/rdmactor/rdmactor/examples/internal/gpuex"
@@ -27,14 +26,7 @@ var kernel string
 func main() {
 	job := gpuex.AddFlags()
 	rounds := flag.Int("rounds", 1000, "barrier rounds (two barriers each)")
-	flag.Parse()
-	log.SetFlags(0)
-	err := gpuex.Run(job, func(ctx context.Context, c *gin.Comm, g *gpu.Comm) error {
-		return run(ctx, c, g, *rounds)
-	})
-	if err != nil {
-		log.Fatal(err)
-	}
+	gpuex.Main(job, func(ctx context.Context, c *gin.Comm, g *gpu.Comm) error { return run(ctx, c, g, *rounds) })
 }
 
 // run is one rank: window, kernel, verdict.

@@ -23,8 +23,6 @@ import (
 	_ "embed"
 	"flag"
 	"fmt"
-	"log"
-	"os"
 	"time"
 
 	"github.com/rdmactor/rdmactor/examples/internal/gpuex"
@@ -39,15 +37,7 @@ func main() {
 	job := gpuex.AddFlags()
 	iters := flag.Int("iters", 1000, "round trips")
 	size := flag.Int("bytes", 8, "bytes per message")
-	flag.Parse()
-	log.SetFlags(0)
-	log.SetOutput(os.Stderr)
-	err := gpuex.Run(job, func(ctx context.Context, c *gin.Comm, g *gpu.Comm) error {
-		return run(ctx, c, g, *iters, *size)
-	})
-	if err != nil {
-		log.Fatal(err)
-	}
+	gpuex.Main(job, func(ctx context.Context, c *gin.Comm, g *gpu.Comm) error { return run(ctx, c, g, *iters, *size) })
 }
 
 // run is one rank: window, kernel, verdict.

@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"flag"
+	"log"
 	"time"
 
 	"github.com/rdmactor/rdmactor/bench/perf"
@@ -24,7 +25,7 @@ type Flags struct {
 	Timeout time.Duration // deadline of the whole run; kernels are aborted at it
 }
 
-// AddFlags registers Flags on flag.CommandLine; call flag.Parse after.
+// AddFlags registers Flags on flag.CommandLine; Main parses them.
 func AddFlags() *Flags {
 	f := &Flags{}
 	flag.IntVar(&f.Local, "local", 0, "run this many ranks as goroutines of this process (one GPU each, round robin) instead of reading RDMACTOR_* from the launcher")
@@ -32,6 +33,16 @@ func AddFlags() *Flags {
 	flag.IntVar(&f.Device, "device", -1, "GPU ordinal of every rank of this process (-1: the rank's LSA index modulo the GPU count)")
 	flag.DurationVar(&f.Timeout, "timeout", 60*time.Second, "deadline for the whole run; kernels are aborted at it")
 	return f
+}
+
+// Main parses the command line (flag.Parse), runs fn as Run does, and
+// exits with the ranks' errors, each naming its rank, if there are any.
+func Main(f *Flags, fn func(ctx context.Context, c *gin.Comm, g *gpu.Comm) error) {
+	flag.Parse()
+	log.SetFlags(0)
+	if err := Run(f, fn); err != nil {
+		log.Fatal(err)
+	}
 }
 
 // Run runs fn on every rank of the job f describes (perf.RunRanks), each
