@@ -52,7 +52,7 @@ type options struct {
 	experts    int
 	dtype      string
 	modes      []string
-	route      *moeex.Routing
+	route      *moeex.Flags
 	writeRoute string
 	expert     string
 	check      bool
@@ -111,7 +111,6 @@ func main() {
 
 func parseFlags() options {
 	var o options
-	var modes string
 	flag.IntVar(&o.local, "local", 0, "run this many ranks as goroutines of this process instead of reading RDMACTOR_* from the launcher")
 	flag.StringVar(&o.transport, "transport", "", "rdma provider (default: RDMACTOR_TRANSPORT, else shm)")
 	flag.IntVar(&o.tokens, "tokens", 512, "tokens per rank (normal mode)")
@@ -120,8 +119,7 @@ func parseFlags() options {
 	flag.IntVar(&o.topk, "topk", 8, "experts per token")
 	flag.IntVar(&o.experts, "experts", 64, "experts, spread evenly over the ranks")
 	flag.StringVar(&o.dtype, "dtype", "bf16", "row element type: bf16 (carried as uint16) or float32")
-	flag.StringVar(&modes, "mode", "normal,ll", "modes to run, comma-separated: normal, ll")
-	o.route = moeex.AddRoutingFlags()
+	o.route = moeex.AddFlags()
 	flag.StringVar(&o.writeRoute, "write-routing", "", "write the job's routing to this file (.csv or .npz); with -deepep, one file per size: NAME.<tokens>.csv")
 	flag.StringVar(&o.expert, "expert", "scaled", "experts of the check round: identity, scaled (expert e multiplies by 1+e%4) or linear (a small per-expert linear layer)")
 	flag.BoolVar(&o.check, "check", true, "check one round against a single-process reference before timing")
@@ -138,13 +136,10 @@ func parseFlags() options {
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "deadline for the whole run")
 	flag.StringVar(&o.profile, "cpuprofile", "", "write a CPU profile of this process to this file (suffixed .rank under the launcher)")
 	flag.Parse()
-	var err error
-	if o.modes, err = moeex.ParseModes(modes); err != nil {
-		log.Fatal(err)
-	}
 	if err := o.route.Check(); err != nil {
 		log.Fatal(err)
 	}
+	o.modes = o.route.Modes
 	if o.dtype != "bf16" && o.dtype != "float32" {
 		log.Fatalf("-dtype %q: want bf16 or float32", o.dtype)
 	}

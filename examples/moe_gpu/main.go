@@ -57,7 +57,7 @@ type options struct {
 	topk     int
 	experts  int
 	modes    []string
-	route    *moeex.Routing
+	route    *moeex.Flags
 	expert   gpumoe.Expert
 	check    bool
 	iters    int
@@ -99,7 +99,7 @@ const barriers = 32
 
 func parseFlags() options {
 	var o options
-	var modes, expert, dtype, fp8 string
+	var expert, dtype, fp8 string
 	flag.IntVar(&o.local, "local", 0, "run this many ranks as goroutines of this process (GPU r%count for rank r) instead of reading RDMACTOR_* from the launcher")
 	flag.IntVar(&o.tokens, "tokens", 512, "tokens per rank (normal mode)")
 	flag.IntVar(&o.llTokens, "ll-tokens", 128, "tokens per rank in low-latency mode (DeepEP: up to 128)")
@@ -107,9 +107,8 @@ func parseFlags() options {
 	flag.IntVar(&o.topk, "topk", 8, "experts per token")
 	flag.IntVar(&o.experts, "experts", 64, "experts, spread evenly over the ranks")
 	flag.StringVar(&dtype, "dtype", "bf16", "row element type: bf16")
-	flag.StringVar(&modes, "mode", "normal,ll", "modes to run, comma-separated: normal, ll")
 	flag.StringVar(&fp8, "fp8", "off", "low-latency dispatch in FP8 e4m3 with per-128-channel scales: off, on, or both (bf16, then FP8)")
-	o.route = moeex.AddRoutingFlags()
+	o.route = moeex.AddFlags()
 	flag.StringVar(&expert, "expert", "scaled", "experts of the check round: identity or scaled (expert e multiplies by 1+e%4)")
 	flag.BoolVar(&o.check, "check", true, "check one round against a single-process reference before timing")
 	flag.IntVar(&o.iters, "iters", 20, "timed rounds")
@@ -130,13 +129,10 @@ func parseFlags() options {
 	flag.IntVar(&ignoredI, "contexts", 1, "ignored on GPUs (examples/moe)")
 	flag.IntVar(&ignoredI, "spins", 0, "ignored on GPUs (examples/moe)")
 	flag.Parse()
-	var err error
-	if o.modes, err = moeex.ParseModes(modes); err != nil {
-		log.Fatal(err)
-	}
 	if err := o.route.Check(); err != nil {
 		log.Fatal(err)
 	}
+	o.modes = o.route.Modes
 	if dtype != "bf16" {
 		log.Fatalf("-dtype %q: the GPU kernels carry bf16 (and FP8 with -fp8)", dtype)
 	}

@@ -1,6 +1,6 @@
 // Package moeex is what the MoE examples (examples/moe on CPUs,
-// examples/moe_gpu on GPUs) share: the routing flags, each rank's routing
-// from them, and the -mode list.
+// examples/moe_gpu on GPUs) share: the -mode and routing flags, and each
+// rank's routing from them.
 package moeex
 
 import (
@@ -22,22 +22,37 @@ type Routing struct {
 	Seed  uint64  // -seed: the routing and data seed
 }
 
-// AddRoutingFlags registers Routing's flags on flag.CommandLine; call
-// Check after flag.Parse.
-func AddRoutingFlags() *Routing {
-	r := &Routing{}
-	flag.StringVar(&r.Trace, "routing", "", "replay this router trace (.npz, .npy, .csv; see moe.Trace) instead of random routing")
-	flag.StringVar(&r.Dist, "skew", "uniform", "random routing: uniform or zipf")
-	flag.Float64Var(&r.Zipf, "zipf", 1.0, "Zipf exponent with -skew zipf")
-	flag.Float64Var(&r.Drop, "drop", 0, "probability that a top-k slot is dropped (-1)")
-	flag.Uint64Var(&r.Seed, "seed", 1, "routing and data seed")
-	return r
+// Flags is the flags the MoE examples share: -mode and Routing's.
+type Flags struct {
+	Routing
+	Modes []string // -mode: "normal" and/or "ll", split by Check
+	modes string
 }
 
-// Check returns an error for a -skew other than uniform or zipf.
-func (r *Routing) Check() error {
-	if r.Dist != "uniform" && r.Dist != "zipf" {
-		return fmt.Errorf("-skew %q: want uniform or zipf", r.Dist)
+// AddFlags registers Flags on flag.CommandLine; call Check after
+// flag.Parse.
+func AddFlags() *Flags {
+	f := &Flags{}
+	flag.StringVar(&f.modes, "mode", "normal,ll", "modes to run, comma-separated: normal, ll")
+	flag.StringVar(&f.Trace, "routing", "", "replay this router trace (.npz, .npy, .csv; see moe.Trace) instead of random routing")
+	flag.StringVar(&f.Dist, "skew", "uniform", "random routing: uniform or zipf")
+	flag.Float64Var(&f.Zipf, "zipf", 1.0, "Zipf exponent with -skew zipf")
+	flag.Float64Var(&f.Drop, "drop", 0, "probability that a top-k slot is dropped (-1)")
+	flag.Uint64Var(&f.Seed, "seed", 1, "routing and data seed")
+	return f
+}
+
+// Check sets Modes from -mode and returns an error for a mode other than
+// normal or ll, or a -skew other than uniform or zipf.
+func (f *Flags) Check() error {
+	f.Modes = strings.Split(f.modes, ",")
+	for _, m := range f.Modes {
+		if m != "normal" && m != "ll" {
+			return fmt.Errorf("-mode: unknown mode %q", m)
+		}
+	}
+	if f.Dist != "uniform" && f.Dist != "zipf" {
+		return fmt.Errorf("-skew %q: want uniform or zipf", f.Dist)
 	}
 	return nil
 }
@@ -96,15 +111,4 @@ func (r *Routing) Rank(me, n, tokens, topk, experts int) (RankRouting, error) {
 	rr.Idx, rr.W, err = moe.RandomRouting(r.Seed, me, tokens, topk, experts, r.Skew())
 	rr.Tokens, rr.MaxT = tokens, tokens
 	return rr, err
-}
-
-// ParseModes reads -mode: a comma-separated list of "normal" and "ll".
-func ParseModes(s string) ([]string, error) {
-	modes := strings.Split(s, ",")
-	for _, m := range modes {
-		if m != "normal" && m != "ll" {
-			return nil, fmt.Errorf("-mode: unknown mode %q", m)
-		}
-	}
-	return modes, nil
 }
