@@ -23,10 +23,7 @@ func (c *Comm) AllGather(ctx context.Context, dst, src Buffer, count int, dt Dat
 	if mine := (Buffer{dst.Window, dst.Offset + c.me*b}); src.overlaps(b, dst, c.n*b) && src != mine {
 		return fmt.Errorf("%s: source overlaps the destination other than at this rank's block: %w", name, ErrBadArgument)
 	}
-	if count == 0 {
-		return nil
-	}
-	if err := c.start(name); err != nil {
+	if ok, err := c.startCount(name, count); !ok {
 		return err
 	}
 	block := func(r int) int { return dst.Offset + r*b }

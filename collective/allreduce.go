@@ -31,10 +31,7 @@ func (c *Comm) AllReduce(ctx context.Context, dst, src Buffer, count int, dt Dat
 	if err := checkBuffers(name, dst, count, src, count, dt); err != nil {
 		return err
 	}
-	if count == 0 {
-		return nil
-	}
-	if err := c.start(name); err != nil {
+	if ok, err := c.startCount(name, count); !ok {
 		return err
 	}
 	var err error

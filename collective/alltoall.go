@@ -22,10 +22,7 @@ func (c *Comm) AllToAll(ctx context.Context, dst, src Buffer, count int, dt Data
 	if src.overlaps(c.n*b, dst, c.n*b) {
 		return fmt.Errorf("%s: source and destination overlap: %w", name, ErrBadArgument)
 	}
-	if count == 0 {
-		return nil
-	}
-	if err := c.start(name); err != nil {
+	if ok, err := c.startCount(name, count); !ok {
 		return err
 	}
 	part := func(p int) Buffer { return Buffer{src.Window, src.Offset + p*b} }

@@ -29,10 +29,7 @@ func (c *Comm) Broadcast(ctx context.Context, dst, src Buffer, count int, dt Dat
 			return err
 		}
 	}
-	if count == 0 {
-		return nil
-	}
-	if err := c.start(name); err != nil {
+	if ok, err := c.startCount(name, count); !ok {
 		return err
 	}
 	b := count * dt.Size()

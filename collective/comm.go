@@ -172,6 +172,19 @@ func (c *Comm) start(name string) error {
 	return nil
 }
 
+// startCount is start for a call on count elements. A call on none has
+// nothing to move: it reports false with a nil error, takes nothing and
+// needs no finish. On false with an error, start refused the call.
+func (c *Comm) startCount(name string, count int) (bool, error) {
+	if count == 0 {
+		return false, nil
+	}
+	if err := c.start(name); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
 // finish ends the call start began: a flush, so the caller may reuse its
 // sources, and, if the call failed midway, the Comm is broken.
 func (c *Comm) finish(ctx context.Context, name string, err error) error {

@@ -64,18 +64,13 @@ const (
 
 // String is the operator's name ("sum"), as the examples' -op flag takes it.
 func (o Op) String() string {
-	switch o {
-	case Sum:
-		return "sum"
-	case Prod:
-		return "prod"
-	case Min:
-		return "min"
-	case Max:
-		return "max"
+	if o >= numOps {
+		return fmt.Sprintf("Op(%d)", uint8(o))
 	}
-	return fmt.Sprintf("Op(%d)", uint8(o))
+	return opNames[o]
 }
+
+var opNames = [numOps]string{Sum: "sum", Prod: "prod", Min: "min", Max: "max"}
 
 // Element is the Go types that match a DataType (Float16 and Bfloat16 are
 // carried as uint16).

@@ -20,10 +20,7 @@ func (c *Comm) ReduceScatter(ctx context.Context, dst, src Buffer, count int, dt
 	if err := checkBuffers(name, dst, count, src, c.n*count, dt); err != nil {
 		return err
 	}
-	if count == 0 {
-		return nil
-	}
-	if err := c.start(name); err != nil {
+	if ok, err := c.startCount(name, count); !ok {
 		return err
 	}
 	b := count * dt.Size()
