@@ -143,16 +143,23 @@ type dispatcher[T moe.Elem] interface {
 	Combine(context.Context, []T, []T) error
 }
 
-// normal checks and times the normal mode, then the AllToAllV baseline.
-func (r *runner[T]) normal(ctx context.Context, c *collective.Comm) error {
-	o, H := r.o, r.o.hidden
-	x := toElems[T](r.in.x)
-	xIn := x
-	if !o.copyIn {
+// buffers returns this round's tokens as T (x), what Dispatch reads them
+// from (xIn: x itself with -copy-in, else the Handle's Input, which x is
+// copied into) and a destination for Combine of the same length.
+func (r *runner[T]) buffers() (x, xIn, out []T) {
+	x = toElems[T](r.in.x)
+	xIn = x
+	if !r.o.copyIn {
 		xIn = r.h.Input()[:len(x)]
 		copy(xIn, x)
 	}
-	out := make([]T, len(x))
+	return x, xIn, make([]T, len(x))
+}
+
+// normal checks and times the normal mode, then the AllToAllV baseline.
+func (r *runner[T]) normal(ctx context.Context, c *collective.Comm) error {
+	o, H := r.o, r.o.hidden
+	x, xIn, out := r.buffers()
 	if o.check {
 		if err := r.checkNormal(ctx, r.h, xIn, out, "moe"); err != nil {
 			return err
@@ -240,13 +247,7 @@ func (r *runner[T]) timeNormal(ctx context.Context, d dispatcher[T], x, out []T)
 // lowLatency checks and times DispatchLL and CombineLL.
 func (r *runner[T]) lowLatency(ctx context.Context) error {
 	o, H, K := r.o, r.o.hidden, r.o.topk
-	x := toElems[T](r.in.x)
-	xIn := x
-	if !o.copyIn {
-		xIn = r.h.Input()[:len(x)]
-		copy(xIn, x)
-	}
-	out := make([]T, len(x))
+	_, xIn, out := r.buffers()
 	if o.check {
 		f := expertFunc(o.expert, o.experts, H)
 		recv, err := r.h.DispatchLL(ctx, xIn, r.in.idx)
