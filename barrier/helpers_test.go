@@ -7,17 +7,9 @@ import (
 
 	"github.com/rdmactor/rdmactor/gin"
 	"github.com/rdmactor/rdmactor/internal/testutils"
+	"github.com/rdmactor/rdmactor/internal/testutils/ginlocal"
 	"github.com/stretchr/testify/require"
 )
-
-// scale picks an iteration count: n normally, small under the race
-// detector or -short.
-func scale(n, small int) int {
-	if raceEnabled || testing.Short() {
-		return small
-	}
-	return n
-}
 
 // job is the ranks of one test, goroutines of this process.
 type job struct {
@@ -31,17 +23,7 @@ type job struct {
 // when the test ends; the job's context ends after a minute.
 func newJob(t testing.TB, n int, cfg gin.Config) *job {
 	t.Helper()
-	ctx, stop := context.WithCancel(testutils.Deadline(t, time.Minute))
-	comms, err := gin.NewLocal(ctx, n, cfg)
-	require.NoError(t, err)
-	t.Cleanup(stop)
-	t.Cleanup(func() {
-		for r, c := range comms {
-			if err := c.Close(); err != nil {
-				t.Errorf("close rank %d: %v", r, err)
-			}
-		}
-	})
+	ctx, stop, comms := ginlocal.Comms(t, n, cfg, time.Minute)
 	return &job{t: t, comms: comms, ctx: ctx, stop: stop}
 }
 

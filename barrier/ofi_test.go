@@ -30,7 +30,7 @@ func TestFencePutOFI(t *testing.T) {
 	for _, prov := range ofiProviders {
 		t.Run(prov, func(t *testing.T) {
 			const n = 3
-			fencePutRounds(t, ofiJob(t, prov, n, gin.Config{Signals: barrier.Requirement(n, 1), Require: gin.Requirements{StrongSignals: true}}), scale(100, 20))
+			fencePutRounds(t, ofiJob(t, prov, n, gin.Config{Signals: barrier.Requirement(n, 1), Require: gin.Requirements{StrongSignals: true}}), testutils.Scale(100, 20))
 		})
 	}
 }
@@ -43,7 +43,7 @@ func TestFenceGetOFI(t *testing.T) {
 		for _, k := range kinds {
 			t.Run(prov+"/"+k.name, func(t *testing.T) {
 				const n = 3
-				fenceGetRounds(t, ofiJob(t, prov, n, gin.Config{Signals: k.signals(n, 1)}), k, scale(50, 10))
+				fenceGetRounds(t, ofiJob(t, prov, n, gin.Config{Signals: k.signals(n, 1)}), k, testutils.Scale(50, 10))
 			})
 		}
 	}

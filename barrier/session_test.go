@@ -11,6 +11,7 @@ import (
 
 	"github.com/rdmactor/rdmactor/barrier"
 	"github.com/rdmactor/rdmactor/gin"
+	"github.com/rdmactor/rdmactor/internal/testutils"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -72,9 +73,9 @@ func TestNoEarlyLeave(t *testing.T) {
 	for _, k := range kinds {
 		for _, n := range []int{1, 2, 3, 4, 8} {
 			t.Run(fmt.Sprintf("%s/n=%d", k.name, n), func(t *testing.T) {
-				iters := scale(10000, 300)
+				iters := testutils.Scale(10000, 300)
 				if n > 4 {
-					iters = scale(2000, 100)
+					iters = testutils.Scale(2000, 100)
 				}
 				j := newJob(t, n, gin.Config{Signals: k.signals(n, 1)})
 				arrived := make([]atomic.Int64, n)
@@ -106,7 +107,7 @@ func TestNoEarlyLeavePacing(t *testing.T) {
 		for name, p := range pacings {
 			t.Run(k.name+"/"+name, func(t *testing.T) {
 				const n = 4
-				iters := scale(3000, 200)
+				iters := testutils.Scale(3000, 200)
 				j := newJob(t, n, gin.Config{Signals: k.signals(n, 1)})
 				arrived := make([]atomic.Int64, n)
 				j.ranks(func(r int) error {
@@ -221,7 +222,7 @@ func TestIndicesInFlight(t *testing.T) {
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
 			const n, indices = 4, 4
-			iters := scale(2000, 100)
+			iters := testutils.Scale(2000, 100)
 			j := newJob(t, n, gin.Config{Signals: k.signals(n, indices)})
 			arrived := make([][]atomic.Int64, indices)
 			for i := range arrived {
@@ -252,7 +253,7 @@ func TestIndicesInFlight(t *testing.T) {
 // itself, are visible after it.
 func TestFencePut(t *testing.T) {
 	const n = 3
-	fencePutRounds(t, newJob(t, n, gin.Config{Signals: barrier.Requirement(n, 1), Require: gin.Requirements{StrongSignals: true}}), scale(500, 50))
+	fencePutRounds(t, newJob(t, n, gin.Config{Signals: barrier.Requirement(n, 1), Require: gin.Requirements{StrongSignals: true}}), testutils.Scale(500, 50))
 }
 
 // FenceGet: gets issued before the barrier have landed when it returns,
@@ -262,7 +263,7 @@ func TestFenceGet(t *testing.T) {
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
 			const n = 3
-			fenceGetRounds(t, newJob(t, n, gin.Config{Signals: k.signals(n, 1)}), k, scale(200, 20))
+			fenceGetRounds(t, newJob(t, n, gin.Config{Signals: k.signals(n, 1)}), k, testutils.Scale(200, 20))
 		})
 	}
 }
@@ -308,7 +309,7 @@ func TestResume(t *testing.T) {
 // on the same signals; each rail's barrier involves only its members.
 func TestRailSession(t *testing.T) {
 	const n = 4
-	iters := scale(2000, 100)
+	iters := testutils.Scale(2000, 100)
 	j := newJob(t, n, gin.Config{Signals: barrier.Requirement(2, 1), LSASize: 2})
 	arrived := [2][]atomic.Int64{make([]atomic.Int64, 2), make([]atomic.Int64, 2)}
 	j.ranks(func(r int) error {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rdmactor/rdmactor/collective"
 	"github.com/rdmactor/rdmactor/gin"
+	"github.com/rdmactor/rdmactor/internal/testutils"
 	"github.com/stretchr/testify/require"
 )
 
@@ -137,7 +138,7 @@ func checkReduced(w *gin.Window, off int, cs reduceCase, n, first, salt int) err
 // TestAllReduceLarge: 16 MiB per rank (1 MiB under -race), by two-shot
 // and by ring.
 func TestAllReduceLarge(t *testing.T) {
-	bytes := scale(16<<20, 1<<20)
+	bytes := testutils.Scale(16<<20, 1<<20)
 	algs := []struct {
 		alg collective.Algorithm
 		cfg collective.Config

@@ -8,17 +8,9 @@ import (
 	"github.com/rdmactor/rdmactor/collective"
 	"github.com/rdmactor/rdmactor/gin"
 	"github.com/rdmactor/rdmactor/internal/testutils"
+	"github.com/rdmactor/rdmactor/internal/testutils/ginlocal"
 	"github.com/stretchr/testify/require"
 )
-
-// scale picks a count: n normally, small under the race detector or
-// -short.
-func scale(n, small int) int {
-	if raceEnabled || testing.Short() {
-		return small
-	}
-	return n
-}
 
 // job is the ranks of one test as goroutines of this process, each with a
 // collective.Comm on signals 0..n-1.
@@ -32,17 +24,7 @@ type job struct {
 
 func newJob(t testing.TB, n int, cfg collective.Config) *job {
 	t.Helper()
-	ctx, stop := context.WithCancel(testutils.Deadline(t, 2*time.Minute))
-	comms, err := gin.NewLocal(ctx, n, gin.Config{Signals: int(cfg.Signal0) + collective.Requirement(n)})
-	require.NoError(t, err)
-	t.Cleanup(stop)
-	t.Cleanup(func() {
-		for r, c := range comms {
-			if err := c.Close(); err != nil {
-				t.Errorf("close rank %d: %v", r, err)
-			}
-		}
-	})
+	ctx, stop, comms := ginlocal.Comms(t, n, gin.Config{Signals: int(cfg.Signal0) + collective.Requirement(n)}, 2*time.Minute)
 	j := &job{t: t, comms: comms, colls: make([]*collective.Comm, n), ctx: ctx, stop: stop}
 	j.ranks(func(r int) (err error) {
 		j.colls[r], err = collective.New(ctx, comms[r], cfg)

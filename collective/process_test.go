@@ -76,7 +76,7 @@ func roleCollectives() error {
 }
 
 func TestProcessCollectives(t *testing.T) {
-	large := scale(16<<20, 1<<20)
+	large := testutils.Scale(16<<20, 1<<20)
 	for _, n := range []int{2, 4} {
 		t.Run(fmt.Sprintf("n=%d", n), func(t *testing.T) {
 			testutils.RunRanks(t, n, "collectives", fmt.Sprintf("%s=%d", envLarge, large))

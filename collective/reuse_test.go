@@ -7,6 +7,7 @@ import (
 
 	"github.com/rdmactor/rdmactor/collective"
 	"github.com/rdmactor/rdmactor/gin"
+	"github.com/rdmactor/rdmactor/internal/testutils"
 )
 
 // Successive collectives reuse the scratch halves and the destinations
@@ -16,7 +17,7 @@ import (
 // (one-shot, ring, direct, chain), and every result is checked. A rank
 // that overwrote a buffer its owner still used would corrupt a result.
 func TestSuccessiveCalls(t *testing.T) {
-	iters := scale(300, 40)
+	iters := testutils.Scale(300, 40)
 	for _, n := range []int{2, 3, 4} {
 		t.Run(fmt.Sprintf("n=%d", n), func(t *testing.T) {
 			// Small scratch and pieces: rings take many slices.
@@ -115,7 +116,7 @@ func step(j *job, w *gin.Window, c *collective.Comm, r, n, it, count int, src, d
 // ranks (the launcher test covers 2 and 4 processes), then AllToAllV with
 // about as much.
 func TestLarge(t *testing.T) {
-	large := scale(16<<20, 1<<20)
+	large := testutils.Scale(16<<20, 1<<20)
 	for _, n := range []int{1, 3, 8} {
 		t.Run(fmt.Sprintf("n=%d", n), func(t *testing.T) {
 			j := newJob(t, n, collective.Config{})

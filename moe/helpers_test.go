@@ -11,18 +11,10 @@ import (
 	"github.com/rdmactor/rdmactor/barrier"
 	"github.com/rdmactor/rdmactor/gin"
 	"github.com/rdmactor/rdmactor/internal/testutils"
+	"github.com/rdmactor/rdmactor/internal/testutils/ginlocal"
 	"github.com/rdmactor/rdmactor/moe"
 	"github.com/stretchr/testify/require"
 )
-
-// scale picks a size: n normally, small under the race detector or
-// -short.
-func scale(n, small int) int {
-	if raceEnabled || testing.Short() {
-		return small
-	}
-	return n
-}
 
 // job is the ranks of one test as goroutines of this process, each with a
 // Handle.
@@ -36,18 +28,8 @@ type job[T moe.Elem] struct {
 
 func newJob[T moe.Elem](t testing.TB, n int, cfg moe.Config) *job[T] {
 	t.Helper()
-	ctx, stop := context.WithCancel(testutils.Deadline(t, 2*time.Minute))
 	contexts := max(cfg.Context+cfg.Contexts, 1)
-	comms, err := gin.NewLocal(ctx, n, gin.Config{Signals: 1, Contexts: contexts})
-	require.NoError(t, err)
-	t.Cleanup(stop)
-	t.Cleanup(func() {
-		for r, c := range comms {
-			if err := c.Close(); err != nil {
-				t.Errorf("close rank %d: %v", r, err)
-			}
-		}
-	})
+	ctx, stop, comms := ginlocal.Comms(t, n, gin.Config{Signals: 1, Contexts: contexts}, 2*time.Minute)
 	if cfg.Pacing == (barrier.Pacing{}) {
 		// Goroutine ranks on few cores: poll and hand the core over.
 		cfg.Pacing = barrier.Pacing{Gosched: true, Spins: 64}

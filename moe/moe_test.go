@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmactor/rdmactor/internal/testutils"
 	"github.com/rdmactor/rdmactor/moe"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -35,7 +36,7 @@ func tokensConst(n int) func(int, int) int { return func(int, int) int { return 
 // ranks, hidden sizes that are not multiples of 8, empty ranks, and
 // changing token counts across rounds (buffers reused).
 func cases() []roundCase {
-	T := scale(96, 24)
+	T := testutils.Scale(96, 24)
 	return []roundCase{
 		{name: "2 ranks", ranks: 2, hidden: 64, topk: 4, experts: 8, tokens: tokensConst(T)},
 		{name: "1 rank", ranks: 1, hidden: 16, topk: 2, experts: 4, tokens: tokensConst(T)},
@@ -182,7 +183,7 @@ func TestLowLatency(t *testing.T) {
 // order, each with its own buffers and signals.
 func TestModesAlternate(t *testing.T) {
 	const n, H, K, E = 3, 24, 4, 12
-	T := scale(64, 16)
+	T := testutils.Scale(64, 16)
 	j := newJob[uint16](t, n, moe.Config{Hidden: H, TopK: K, NumExperts: E, MaxTokens: T, MaxLLTokens: T})
 	for round, ll := range []bool{false, true, true, false, true, false, false, true} {
 		j.ranks(func(r int) error {

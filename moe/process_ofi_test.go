@@ -25,7 +25,7 @@ func TestProcessesOFI(t *testing.T) {
 				t.Skipf("ofi over %s: strong signals %v, SignalAdd %v: package moe needs both", prov, caps.StrongSignals, caps.SignalAdd)
 			}
 			res := testutils.RunRanksOpts(t, launch.Options{NP: 3, Transport: ofi.Name, KillOnFailure: true,
-				Env: []string{ofi.EnvProvider + "=" + prov, fmt.Sprintf("%s=%d", envTokens, scale(100, 30))}}, "moe")
+				Env: []string{ofi.EnvProvider + "=" + prov, fmt.Sprintf("%s=%d", envTokens, testutils.Scale(100, 30))}}, "moe")
 			for _, r := range res {
 				assert.Equal(t, 0, r.ExitCode, "rank %d: %v", r.Rank, r.Err)
 			}

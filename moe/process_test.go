@@ -99,7 +99,7 @@ func roleMoE() error {
 func TestProcesses(t *testing.T) {
 	for _, n := range []int{2, 3, 4} {
 		t.Run(fmt.Sprintf("n=%d", n), func(t *testing.T) {
-			testutils.RunRanks(t, n, "moe", fmt.Sprintf("%s=%d", envTokens, scale(200, 40)))
+			testutils.RunRanks(t, n, "moe", fmt.Sprintf("%s=%d", envTokens, testutils.Scale(200, 40)))
 		})
 	}
 }

@@ -1,5 +1,0 @@
-//go:build !race
-
-package barrier_test
-
-const raceEnabled = false

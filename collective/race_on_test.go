@@ -1,5 +1,0 @@
-//go:build race
-
-package collective_test
-
-const raceEnabled = true

@@ -1,5 +1,0 @@
-//go:build race
-
-package moe_test
-
-const raceEnabled = true
