@@ -134,20 +134,18 @@ func drive(ctx context.Context, r *rank, o options) error {
 	// Idle CPU of ranks 0 and 1.
 	var idle0, idle1 float64
 	if o.idleWindow > 0 {
-		time.Sleep(o.idleWindow / 2) // let the receive loops back off
-		before1, err := ask(1, &CPURequest{})
+		// Both ranks sample their own process over the same window,
+		// which starts once the probe's request has been answered and the
+		// receive loops have backed off.
+		probe := &IdleProbe{Settle: o.idleWindow / 2, Window: o.idleWindow}
+		f := n.Root().RequestFuture(n.PID(1, "ctl"), probe, probe.Settle+probe.Window+10*time.Second)
+		used0 := idleCPU(probe.Settle, probe.Window)
+		res, err := f.Result()
 		if err != nil {
-			return err
+			return fmt.Errorf("idle probe of rank 1: %w", err)
 		}
-		start, before0 := time.Now(), cpuTime()
-		time.Sleep(o.idleWindow)
-		after0, wall := cpuTime(), time.Since(start)
-		after1, err := ask(1, &CPURequest{})
-		if err != nil {
-			return err
-		}
-		idle0 = float64(after0-before0) / float64(wall)
-		idle1 = float64(after1.(*CPU).Used-before1.(*CPU).Used) / float64(wall)
+		idle0 = float64(used0) / float64(o.idleWindow)
+		idle1 = float64(res.(*CPU).Used) / float64(o.idleWindow)
 	}
 	for k := 1; k < n.Size(); k++ {
 		if _, err := ask(k, &Finish{}); err != nil {

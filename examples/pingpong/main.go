@@ -34,7 +34,10 @@
 //     ranks than cores to see an oversubscribed host.
 //   - idle CPU: the CPU time ranks 0 and 1 use during -idle-window with no
 //     traffic, as a share of one core (both transports' stacks are in the
-//     process; -anchor none measures rdmactor alone).
+//     process; -anchor none measures rdmactor alone). Each rank samples its
+//     own process over the same window, which starts half a window after
+//     the request that asks for it, so that no message (and no message's
+//     aftermath) falls inside it.
 package main
 
 import (
@@ -192,6 +195,9 @@ func (r *rank) control(c actor.Context) {
 	case *CPURequest:
 		r.blasts.Wait() // a blast's goroutine has returned from its last Send
 		c.Respond(&CPU{Used: cpuTime()})
+	case *IdleProbe:
+		sender := c.Sender()
+		go func() { r.node.Root().Send(sender, &CPU{Used: idleCPU(m.Settle, m.Window)}) }()
 	case *Mesh:
 		sender := c.Sender()
 		go func() { r.node.Root().Send(sender, r.mesh(m)) }()
@@ -208,4 +214,13 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// idleCPU sleeps settle, then returns the CPU time the process uses over
+// the next window.
+func idleCPU(settle, window time.Duration) time.Duration {
+	time.Sleep(settle)
+	before := cpuTime()
+	time.Sleep(window)
+	return cpuTime() - before
 }

@@ -33,6 +33,10 @@ type (
 	CPURequest struct{}
 	// CPU is a process's user+system CPU time.
 	CPU struct{ Used time.Duration }
+	// IdleProbe asks a rank for the CPU time its process uses over Window
+	// starting Settle from now, a span in which no message crosses; answered
+	// with CPU once the window has passed.
+	IdleProbe struct{ Settle, Window time.Duration }
 	// Finish tells a rank that rank 0 is done.
 	Finish struct{}
 	// Ack answers a control message that needs no other answer.
@@ -47,6 +51,7 @@ func init() {
 	actor.RegisterMessage[Blast]()
 	actor.RegisterMessage[CPURequest]()
 	actor.RegisterMessage[CPU]()
+	actor.RegisterMessage[IdleProbe]()
 	actor.RegisterMessage[Finish]()
 	actor.RegisterMessage[Ack]()
 	actor.RegisterMessage[Mesh]()

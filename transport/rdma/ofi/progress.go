@@ -55,6 +55,7 @@ func (p *Provider) run() {
 	var idleSince time.Time
 	polls, pushes := p.polls.Load(), p.pushes.Load()
 	quiet := pollerQuiet
+	blk := minBlockMS
 	for empty := 0; !p.stopping.Load(); {
 		if p.waiters.Load() > 0 || p.polls.Load() != polls {
 			// A waiter drives progress (Poll, PollWait): stand back until
@@ -90,11 +91,11 @@ func (p *Provider) run() {
 		got := p.poll(ents)
 		p.pollMu.Unlock()
 		if got > 0 {
-			empty = 0
+			empty, blk = 0, minBlockMS
 			continue
 		}
 		if a := p.activity.Load(); a != lastAct || p.inflight.Load() > 0 || p.warming() {
-			lastAct, empty = a, 0 // busy: a manual-progress provider needs polling
+			lastAct, empty, blk = a, 0, minBlockMS // busy: a manual-progress provider needs polling
 			continue
 		}
 		if empty++; empty == 1 {
@@ -105,7 +106,9 @@ func (p *Provider) run() {
 		}
 		// Counter signals tick without a CQ entry: no blocking for them.
 		if p.f.waitable && p.strat != counter {
-			p.block(ents, lastAct)
+			if p.block(ents, lastAct, blk) == 0 {
+				blk = min(2*blk, maxBlockMS) // quiet: block longer next time
+			}
 			empty = 0
 			continue
 		}
@@ -169,19 +172,21 @@ func idleNap(idle, most time.Duration) time.Duration {
 }
 
 // block waits in fi_cq_sread until a completion arrives, a post wakes it
-// (fi_cq_signal, see wakeup) or blockMS passes, and handles what it read.
-func (p *Provider) block(ents []cqEntry, lastAct uint64) {
+// (fi_cq_signal, see wakeup) or ms milliseconds pass, and handles what it
+// read; it returns how much, or -1 when it did not block.
+func (p *Provider) block(ents []cqEntry, lastAct uint64, ms int) int {
 	p.pollMu.Lock()
 	defer p.pollMu.Unlock()
 	// A post since the goroutine last looked: poll instead. (A post of a
 	// write that needs polling, later, wakes the CQ: blockCQ's Dekker.)
 	if p.activity.Load() != lastAct {
-		return
+		return -1
 	}
-	p.blockCQ(ents, blockMS)
+	n := p.blockCQ(ents, ms)
 	if p.strat == counter {
 		p.pollCounters()
 	}
+	return n
 }
 
 // busy records that something happened (a completion, a signal, data
@@ -270,12 +275,17 @@ func napFor(d time.Duration) {
 
 // Pacing of the progress goroutine: after its last activity (a completion,
 // a signal, a post) it polls spinPolls times and for EnvSpin at least,
-// then blocks in fi_cq_sread (blockMS at a time) where the CQ has a wait
-// object, or naps from napMin up to EnvIdleMax where it has not.
+// then blocks in fi_cq_sread where the CQ has a wait object, or naps from
+// napMin up to EnvIdleMax where it has not. Its blocks start at minBlockMS
+// and double while they end with nothing read, up to maxBlockMS: each end
+// costs a rank several thread wake-ups and a spin of polls, and a wait fd
+// misses only what moves right after traffic (bytes tcp;ofi_rxm took off
+// a socket), so the first blocks are short and an idle rank's are long.
 const (
-	spinPolls = 64
-	blockMS   = 100
-	napMin    = 10 * time.Microsecond
+	spinPolls  = 64
+	minBlockMS = 1
+	maxBlockMS = 10000
+	napMin     = 10 * time.Microsecond
 )
 
 var _ rdma.BlockingPoller = (*Provider)(nil)
