@@ -11,8 +11,8 @@
 //
 // Every rank runs prog with args and RDMACTOR_RANK, RDMACTOR_WORLD_SIZE,
 // RDMACTOR_LOCAL_RANK, RDMACTOR_LOCAL_SIZE, RDMACTOR_BOOTSTRAP (rank 0's
-// control address, a free port on -host), RDMACTOR_TRANSPORT and
-// RDMACTOR_JOB set (see internal/launch); each line of its output is
+// control address, a free port on -host), RDMACTOR_TRANSPORT (with
+// -transport) and RDMACTOR_JOB set (see internal/launch); each line of its output is
 // prefixed "[<rank>] ". Flags end at prog: what follows is prog's. When a
 // rank fails, the others are killed (SIGTERM, then SIGKILL after 2 s); so
 // are all on -timeout, SIGINT or SIGTERM. Once all have exited, the job's
@@ -23,9 +23,12 @@
 // of N*M, and rank 0 (on node 0) serves the rendezvous at -master, which
 // must be an address of node 0. The nodes must share the job secret
 // through RDMACTOR_JOB_SECRET or RDMACTOR_JOB_SECRET_FILE (rdmarun refuses
-// to start without one); the transport defaults to ofi, since shm reaches
-// the ranks of one host only. Each node's rdmarun supervises the ranks it
-// started.
+// to start without one). Without -transport the ranks use the transport
+// of rdmarun's environment (RDMACTOR_TRANSPORT), else their program's
+// default: "auto" where it registers it (shm within a host, ofi between
+// hosts in a build with -tags ofi; without it, peers on other hosts are
+// refused with an error that says so).
+// Each node's rdmarun supervises the ranks it started.
 //
 // The exit code is 0 when every rank succeeded, else the exit code of the
 // first rank that failed (128+n for a rank killed by signal n), 1 on
@@ -58,7 +61,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("rdmarun", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	np := fs.Int("np", 1, "number of ranks (on this node)")
-	transport := fs.String("transport", "", "rdma provider the ranks use (RDMACTOR_TRANSPORT); default shm, or ofi with -nnodes > 1")
+	transport := fs.String("transport", "", "rdma provider the ranks use (RDMACTOR_TRANSPORT); default: as in this environment, else the program's own (auto where registered: shm within a host, ofi between hosts)")
 	timeout := fs.Duration("timeout", 0, "kill all ranks and fail after this long (0: no limit)")
 	host := fs.String("host", "127.0.0.1", "host of the bootstrap address (rank 0's control endpoint), on one node")
 	keepGoing := fs.Bool("keep-going", false, "when a rank fails, report it and let the others run on (as a supervisor would); the exit status is still the first failure's")
@@ -86,10 +89,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *transport == "" {
-		*transport = "shm"
-		if *nnodes > 1 {
-			*transport = "ofi"
-		}
+		*transport = launch.InheritTransport
 	} else if *transport == "shm" && *nnodes > 1 {
 		fmt.Fprintln(stderr, "rdmarun: note: -transport shm reaches ranks of one host only: every node must be this host")
 	}

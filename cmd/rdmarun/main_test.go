@@ -8,6 +8,7 @@ import (
 )
 
 func TestRun(t *testing.T) {
+	t.Setenv("RDMACTOR_TRANSPORT", "") // the "ok" case shows that rdmarun sets none
 	for _, c := range []struct {
 		name    string
 		args    []string
@@ -15,7 +16,8 @@ func TestRun(t *testing.T) {
 		stdout  string // sorted lines joined by "|", when not ""
 		inError string // substring of stderr, when not ""
 	}{
-		{"ok", []string{"-np", "2", "sh", "-c", `echo "$RDMACTOR_RANK $RDMACTOR_WORLD_SIZE $RDMACTOR_TRANSPORT"`}, 0, "[0] 0 2 shm|[1] 1 2 shm", ""},
+		{"ok", []string{"-np", "2", "sh", "-c", `echo "$RDMACTOR_RANK $RDMACTOR_WORLD_SIZE $RDMACTOR_TRANSPORT"`}, 0, "[0] 0 2 |[1] 1 2", ""},
+		{"transport", []string{"-np", "2", "-transport", "shm", "sh", "-c", `echo "$RDMACTOR_RANK $RDMACTOR_TRANSPORT"`}, 0, "[0] 0 shm|[1] 1 shm", ""},
 		{"prog flags", []string{"-np=1", "-transport=x", "sh", "-c", `echo $0 $1 $RDMACTOR_TRANSPORT`, "-np", "7"}, 0, "[0] -np 7 x", ""},
 		{"rank fails", []string{"-np", "3", "sh", "-c", `[ $RDMACTOR_RANK = 1 ] && exit 3; sleep 20`}, 3, "", "rank 1"},
 		{"timeout", []string{"-np", "1", "-timeout", "200ms", "sleep", "20"}, 1, "", "timeout"},
@@ -50,5 +52,18 @@ func TestRun(t *testing.T) {
 				t.Errorf("stderr %q, want it to contain %q", errOut.String(), c.inError)
 			}
 		})
+	}
+}
+
+// Without -transport the ranks inherit RDMACTOR_TRANSPORT from rdmarun's
+// environment (and, where it has none, use their program's default).
+func TestTransportInherited(t *testing.T) {
+	t.Setenv("RDMACTOR_TRANSPORT", "ofi")
+	var out, errOut bytes.Buffer
+	if code := run([]string{"-np", "1", "sh", "-c", `echo "$RDMACTOR_TRANSPORT"`}, &out, &errOut); code != 0 {
+		t.Fatalf("exit code %d; stderr:\n%s", code, errOut.String())
+	}
+	if got := strings.TrimSpace(out.String()); got != "[0] ofi" {
+		t.Errorf("got %q, want %q", got, "[0] ofi")
 	}
 }

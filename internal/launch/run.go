@@ -18,6 +18,12 @@ import (
 // KillGrace is how long Run waits after SIGTERM before it sends SIGKILL.
 const KillGrace = 2 * time.Second
 
+// InheritTransport as Options.Transport leaves RDMACTOR_TRANSPORT as this
+// process's environment has it, or unset, so that each rank's program
+// uses its own default (gin: "auto" where the program registered it, else
+// "shm").
+const InheritTransport = "inherit"
+
 // ErrTimeout is returned (wrapped) by Run when Options.Timeout ran out.
 var ErrTimeout = errors.New("launch: timeout")
 
@@ -25,7 +31,7 @@ var ErrTimeout = errors.New("launch: timeout")
 // across hosts (WorldSize > NP) where they stand in it.
 type Options struct {
 	NP        int      // number of ranks on this host, >= 1
-	Transport string   // RDMACTOR_TRANSPORT; default "shm"
+	Transport string   // RDMACTOR_TRANSPORT; default "shm"; InheritTransport sets none
 	Prog      string   // program to run for every rank (a path, or a name looked up in PATH)
 	Args      []string // its arguments
 	Env       []string // extra "KEY=value" for every rank, after this process's environment
@@ -191,9 +197,11 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 		EnvWorldSize+"="+strconv.Itoa(o.WorldSize),
 		EnvLocalSize+"="+strconv.Itoa(o.NP),
 		EnvBootstrap+"="+addr,
-		EnvTransport+"="+o.Transport,
 		EnvJob+"="+name,
 	)
+	if o.Transport != InheritTransport {
+		env = append(env, EnvTransport+"="+o.Transport)
+	}
 	if !spans && os.Getenv(EnvSecret) == "" && os.Getenv(EnvSecretFile) == "" {
 		// A job secret of its own (a caller's, e.g. rdmarun across hosts,
 		// is inherited): the ranks' environments, readable by this user
