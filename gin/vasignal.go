@@ -39,14 +39,21 @@ func (c *Comm) vaSignal(w *Window, off int) (*atomic.Uint64, error) {
 	return memword.Uint64(w.Bytes(), off), nil
 }
 
+// vaSignalBits is vaSignal for a read of the low bits bits, returned as the
+// mask; bits is checked before the comm is entered.
+func (c *Comm) vaSignalBits(w *Window, off, bits int) (*atomic.Uint64, uint64, error) {
+	m, err := mask(bits, 64)
+	if err != nil {
+		return nil, 0, err
+	}
+	word, err := c.vaSignal(w, off)
+	return word, m, err
+}
+
 // ReadSignalVA returns the low bits bits of the VA signal at byte offset
 // off of this rank's part of w (ncclGin::readSignal on a window, NCCL 2.28).
 func (x *Context) ReadSignalVA(w *Window, off int, bits int) (uint64, error) {
-	m, err := mask(bits, 64)
-	if err != nil {
-		return 0, err
-	}
-	word, err := x.c.vaSignal(w, off)
+	word, m, err := x.c.vaSignalBits(w, off, bits)
 	if err != nil {
 		return 0, err
 	}
@@ -57,11 +64,7 @@ func (x *Context) ReadSignalVA(w *Window, off int, bits int) (uint64, error) {
 // WaitSignalVA waits until the VA signal at (w, off) reaches least in
 // rolling order. Ends as WaitSignal.
 func (x *Context) WaitSignalVA(ctx context.Context, w *Window, off int, least uint64, bits int) (uint64, error) {
-	m, err := mask(bits, 64)
-	if err != nil {
-		return 0, err
-	}
-	word, err := x.c.vaSignal(w, off)
+	word, m, err := x.c.vaSignalBits(w, off, bits)
 	if err != nil {
 		return 0, err
 	}
