@@ -2,11 +2,10 @@ package main
 
 import (
 	"fmt"
-	"github.com/rdmactor/rdmactor/internal/idle"
 	"path/filepath"
 	"sync/atomic"
-	"time"
 
+	"github.com/rdmactor/rdmactor/internal/idle"
 	"github.com/rdmactor/rdmactor/internal/memword"
 	"github.com/rdmactor/rdmactor/internal/tmpfs"
 )
@@ -98,34 +97,14 @@ func (r *rank) floorPingPong(size int) kernel {
 	f := r.floor
 	src, dst := f.send[r.me][:size], f.recv[r.peer][:size]
 	mine, theirs := f.flag[r.me], f.flag[r.peer]
-	return func(n int, samples []int64) error {
-		var last time.Time
-		if samples != nil {
-			last = time.Now()
-		}
-		for i := range n {
-			if r.me == 0 {
-				copy(dst, src)
-				theirs.Add(1)
-				r.floorSeen++
-				if err := r.waitFlag(mine, r.floorSeen); err != nil {
-					return err
-				}
-				if samples != nil {
-					now := time.Now()
-					samples[i], last = int64(now.Sub(last)), now
-				}
-			} else {
-				r.floorSeen++
-				if err := r.waitFlag(mine, r.floorSeen); err != nil {
-					return err
-				}
-				copy(dst, src)
-				theirs.Add(1)
-			}
-		}
+	return r.pingPong(func() error {
+		copy(dst, src)
+		theirs.Add(1)
 		return nil
-	}
+	}, func() error {
+		r.floorSeen++
+		return r.waitFlag(mine, r.floorSeen)
+	})
 }
 
 // floorStream is the floor of put_bw: rank 0 copies n blocks of size bytes

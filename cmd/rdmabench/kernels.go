@@ -17,6 +17,21 @@ import (
 func (r *rank) putsigPingPong(size int) kernel {
 	recvOff := len(r.lat.Bytes()) / 2
 	inc := gin.SignalInc(sigLat)
+	return r.pingPong(func() error {
+		if err := r.x.Put(r.team, r.peer, r.lat, recvOff, r.lat, 0, size, inc, gin.LocalNone); err != nil {
+			return fmt.Errorf("put: %w", err)
+		}
+		return nil
+	}, func() error {
+		r.latSeen++
+		_, err := r.x.WaitSignal(r.ctx, sigLat, r.latSeen, 64)
+		return err
+	})
+}
+
+// pingPong is the loop of a round-trip kernel: rank 0 sends then waits,
+// recording a sample per round trip; rank 1 waits then answers.
+func (r *rank) pingPong(send, wait func() error) kernel {
 	return func(n int, samples []int64) error {
 		var last time.Time
 		if samples != nil {
@@ -24,11 +39,10 @@ func (r *rank) putsigPingPong(size int) kernel {
 		}
 		for i := range n {
 			if r.me == 0 {
-				if err := r.x.Put(r.team, r.peer, r.lat, recvOff, r.lat, 0, size, inc, gin.LocalNone); err != nil {
-					return fmt.Errorf("put: %w", err)
+				if err := send(); err != nil {
+					return err
 				}
-				r.latSeen++
-				if _, err := r.x.WaitSignal(r.ctx, sigLat, r.latSeen, 64); err != nil {
+				if err := wait(); err != nil {
 					return err
 				}
 				if samples != nil {
@@ -36,12 +50,11 @@ func (r *rank) putsigPingPong(size int) kernel {
 					samples[i], last = int64(now.Sub(last)), now
 				}
 			} else {
-				r.latSeen++
-				if _, err := r.x.WaitSignal(r.ctx, sigLat, r.latSeen, 64); err != nil {
+				if err := wait(); err != nil {
 					return err
 				}
-				if err := r.x.Put(r.team, r.peer, r.lat, recvOff, r.lat, 0, size, inc, gin.LocalNone); err != nil {
-					return fmt.Errorf("put: %w", err)
+				if err := send(); err != nil {
+					return err
 				}
 			}
 		}
