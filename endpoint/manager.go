@@ -144,10 +144,16 @@ func (m *Manager) Group(ctx, peer int) (*Group, error) {
 func (m *Manager) Groups(ctx int) []*Group {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []*Group
-	for k, g := range m.groups {
-		if k[0] == ctx {
-			out = append(out, g)
+	return withFirst(m.groups, ctx)
+}
+
+// withFirst returns the values of m whose key starts with first, in map
+// order.
+func withFirst[V any](m map[[2]int]V, first int) []V {
+	var out []V
+	for k, v := range m {
+		if k[0] == first {
+			out = append(out, v)
 		}
 	}
 	return out

@@ -245,11 +245,5 @@ func (s *sharedQP) close() error {
 func (p *qpPool) peerQPs(peer int) []*sharedQP {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var out []*sharedQP
-	for k, s := range p.qps {
-		if k[0] == peer {
-			out = append(out, s)
-		}
-	}
-	return out
+	return withFirst(p.qps, peer)
 }
