@@ -32,7 +32,7 @@ func BenchmarkDispatchCombine(b *testing.B) {
 
 func benchRound(b *testing.B, n, T, H int, ll bool) {
 	const K, E = 8, 64
-	cfg := moe.Config{Hidden: H, TopK: K, NumExperts: E}
+	cfg := moe.Config{Sizes: moe.Sizes{Hidden: H, TopK: K, NumExperts: E}}
 	if ll {
 		cfg.MaxLLTokens = T
 	} else {

@@ -9,7 +9,7 @@
 // # Usage
 //
 //	g, _ := gin.Init(ctx, gin.Config{})                        // one rank of an rdmarun job
-//	h, _ := moe.New[uint16](ctx, g, moe.Config{Hidden: 7168, TopK: 8, NumExperts: 256, MaxTokens: 4096})
+//	h, _ := moe.New[uint16](ctx, g, moe.Config{Sizes: moe.Sizes{Hidden: 7168, TopK: 8, NumExperts: 256, MaxTokens: 4096}})
 //	x := h.Input()[:tokens*7168]                              // write tokens here: no copy
 //	recv, _ := h.Dispatch(ctx, x, topkIdx, topkWeights)        // give ctx a deadline
 //	for i := range recv.NumRecv {                             // experts, in place

@@ -27,7 +27,7 @@ func ExampleHandle() {
 	for r, g := range comms {
 		wg.Go(func() {
 			defer g.Close()
-			h, err := moe.New[float32](ctx, g, moe.Config{Hidden: H, TopK: K, NumExperts: 4, MaxTokens: 2})
+			h, err := moe.New[float32](ctx, g, moe.Config{Sizes: moe.Sizes{Hidden: H, TopK: K, NumExperts: 4, MaxTokens: 2}})
 			if err != nil {
 				panic(err)
 			}

@@ -15,22 +15,10 @@ import (
 
 // Config sizes a Handle. Every rank passes an equal Config to New.
 type Config struct {
-	// Hidden is the number of elements of a token row (7168 in DeepSeek-V3).
-	Hidden int
-	// TopK is the number of experts each token chooses (8 in DeepSeek-V3).
-	TopK int
-	// NumExperts is the number of experts, a multiple of the world size:
-	// rank r holds experts [r*L, (r+1)*L) with L = NumExperts/size.
-	NumExperts int
-	// MaxTokens is the most tokens a rank passes to one Dispatch; it sizes
-	// the normal-mode windows (about 2*size*MaxTokens rows per rank). 0:
-	// no normal mode.
-	MaxTokens int
-	// MaxLLTokens is the most tokens a rank passes to one DispatchLL; it
-	// sizes the low-latency windows (NumExperts*MaxLLTokens rows per rank,
-	// plus MaxLLTokens*TopK). 0: no low-latency mode. DeepEP uses the
-	// low-latency kernels up to 128 tokens per rank; so should callers.
-	MaxLLTokens int
+	// Sizes are the buffer dimensions; Hidden counts elements of T. The
+	// normal-mode windows hold about 2*size*MaxTokens rows per rank, the
+	// low-latency ones NumExperts*MaxLLTokens rows plus MaxLLTokens*TopK.
+	Sizes
 	// Context is the first gin context the Handle posts on; Contexts is
 	// how many, from Context on (default 1). Destinations are spread over
 	// them (rank r on context Context + r%Contexts), and with more than
@@ -147,13 +135,10 @@ func align(n int) int { return (n + line - 1) &^ (line - 1) }
 const maxWindow = 1 << 40
 
 func (c *Config) check(n int) error {
+	if err := c.Sizes.Check(n); err != nil {
+		return fmt.Errorf("moe: %w", err)
+	}
 	switch {
-	case c.Hidden <= 0 || c.TopK <= 0 || c.NumExperts <= 0:
-		return fmt.Errorf("moe: hidden %d, top-k %d, %d experts: want positive: %w", c.Hidden, c.TopK, c.NumExperts, ErrBadArgument)
-	case c.NumExperts%n != 0:
-		return fmt.Errorf("moe: %d experts over %d ranks: want a multiple: %w", c.NumExperts, n, ErrBadArgument)
-	case c.MaxTokens < 0 || c.MaxLLTokens < 0 || c.MaxTokens+c.MaxLLTokens == 0:
-		return fmt.Errorf("moe: max tokens %d, low-latency %d: want one positive, none negative: %w", c.MaxTokens, c.MaxLLTokens, ErrBadArgument)
 	case c.Context < 0 || c.Contexts < 0:
 		return fmt.Errorf("moe: context %d, contexts %d: %w", c.Context, c.Contexts, ErrBadArgument)
 	case c.Hidden > maxWindow || c.TopK > 1<<16 || c.NumExperts > 1<<20 || c.MaxTokens > 1<<24 || c.MaxLLTokens > 1<<24:

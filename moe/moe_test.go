@@ -94,7 +94,7 @@ func runCase[T moe.Elem](t *testing.T, c roundCase, f expert, exact bool, tol fl
 			maxT = max(maxT, c.tokens(r, k))
 		}
 	}
-	cfg := moe.Config{Hidden: c.hidden, TopK: c.topk, NumExperts: c.experts, Contexts: c.contexts, PerRow: c.perRow}
+	cfg := moe.Config{Sizes: moe.Sizes{Hidden: c.hidden, TopK: c.topk, NumExperts: c.experts}, Contexts: c.contexts, PerRow: c.perRow}
 	if c.lowLatency {
 		cfg.MaxLLTokens = max(maxT, 1)
 	} else {
@@ -184,7 +184,7 @@ func TestLowLatency(t *testing.T) {
 func TestModesAlternate(t *testing.T) {
 	const n, H, K, E = 3, 24, 4, 12
 	T := testutils.Scale(64, 16)
-	j := newJob[uint16](t, n, moe.Config{Hidden: H, TopK: K, NumExperts: E, MaxTokens: T, MaxLLTokens: T})
+	j := newJob[uint16](t, n, moe.Config{Sizes: moe.Sizes{Hidden: H, TopK: K, NumExperts: E, MaxTokens: T, MaxLLTokens: T}})
 	for round, ll := range []bool{false, true, true, false, true, false, false, true} {
 		j.ranks(func(r int) error {
 			d := exactData(uint64(round), r, T-r, H, K, E, moe.Skew{})
@@ -205,7 +205,7 @@ func TestModesAlternate(t *testing.T) {
 
 // TestOrder: each dispatch is followed by exactly one combine.
 func TestOrder(t *testing.T) {
-	j := newJob[float32](t, 1, moe.Config{Hidden: 4, TopK: 1, NumExperts: 2, MaxTokens: 2, MaxLLTokens: 2})
+	j := newJob[float32](t, 1, moe.Config{Sizes: moe.Sizes{Hidden: 4, TopK: 1, NumExperts: 2, MaxTokens: 2, MaxLLTokens: 2}})
 	h := j.hs[0]
 	out := make([]float32, 4)
 	assert.ErrorIs(t, h.Combine(j.ctx, nil, out), moe.ErrOrder)
@@ -225,7 +225,7 @@ func TestOrder(t *testing.T) {
 // every rank alike, before any row moves, and the Handle stays usable.
 func TestBadArgumentsFailEveryRank(t *testing.T) {
 	const n, H, K, E, T = 3, 8, 2, 6, 10
-	j := newJob[float32](t, n, moe.Config{Hidden: H, TopK: K, NumExperts: E, MaxTokens: T})
+	j := newJob[float32](t, n, moe.Config{Sizes: moe.Sizes{Hidden: H, TopK: K, NumExperts: E, MaxTokens: T}})
 	errs := make([]error, n)
 	j.ranks(func(r int) error {
 		d := exactData(1, r, T, H, K, E, moe.Skew{})
@@ -267,7 +267,7 @@ func TestBadArgumentsFailEveryRank(t *testing.T) {
 // at their deadline, and breaks their Handles.
 func TestDeadline(t *testing.T) {
 	const H, K, E, T = 8, 2, 4, 4
-	j := newJob[float32](t, 2, moe.Config{Hidden: H, TopK: K, NumExperts: E, MaxTokens: T})
+	j := newJob[float32](t, 2, moe.Config{Sizes: moe.Sizes{Hidden: H, TopK: K, NumExperts: E, MaxTokens: T}})
 	ctx, cancel := context.WithTimeout(j.ctx, 200*time.Millisecond)
 	defer cancel()
 	d := exactData(1, 0, T, H, K, E, moe.Skew{})
@@ -279,16 +279,16 @@ func TestDeadline(t *testing.T) {
 }
 
 func TestConfigErrors(t *testing.T) {
-	j := newJob[float32](t, 2, moe.Config{Hidden: 4, TopK: 1, NumExperts: 2, MaxTokens: 1})
+	j := newJob[float32](t, 2, moe.Config{Sizes: moe.Sizes{Hidden: 4, TopK: 1, NumExperts: 2, MaxTokens: 1}})
 	for _, c := range []moe.Config{
-		{Hidden: 4, TopK: 1, NumExperts: 3, MaxTokens: 1},  // not a multiple of 2 ranks
-		{Hidden: 0, TopK: 1, NumExperts: 2, MaxTokens: 1},  // no hidden
-		{Hidden: 4, TopK: 1, NumExperts: 2},                // no capacity
-		{Hidden: 4, TopK: 1, NumExperts: 2, MaxTokens: -1}, // negative
+		{Sizes: moe.Sizes{Hidden: 4, TopK: 1, NumExperts: 3, MaxTokens: 1}},  // not a multiple of 2 ranks
+		{Sizes: moe.Sizes{Hidden: 0, TopK: 1, NumExperts: 2, MaxTokens: 1}},  // no hidden
+		{Sizes: moe.Sizes{Hidden: 4, TopK: 1, NumExperts: 2}},                // no capacity
+		{Sizes: moe.Sizes{Hidden: 4, TopK: 1, NumExperts: 2, MaxTokens: -1}}, // negative
 	} {
 		_, err := moe.New[float32](j.ctx, j.comms[0], c)
 		assert.ErrorIs(t, err, moe.ErrBadArgument, "%+v", c)
 	}
-	_, err := moe.New[float32](j.ctx, j.comms[0], moe.Config{Hidden: 4, TopK: 1, NumExperts: 2, MaxTokens: 1, Context: 5})
+	_, err := moe.New[float32](j.ctx, j.comms[0], moe.Config{Sizes: moe.Sizes{Hidden: 4, TopK: 1, NumExperts: 2, MaxTokens: 1}, Context: 5})
 	assert.Error(t, err)
 }

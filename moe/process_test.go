@@ -45,7 +45,7 @@ func roleMoE() error {
 	}
 	const H, K = 72, 4
 	E := 4 * n
-	h, err := moe.New[uint16](ctx, g, moe.Config{Hidden: H, TopK: K, NumExperts: E, MaxTokens: T, MaxLLTokens: T, Contexts: 2, Pacing: pacing})
+	h, err := moe.New[uint16](ctx, g, moe.Config{Sizes: moe.Sizes{Hidden: H, TopK: K, NumExperts: E, MaxTokens: T, MaxLLTokens: T}, Contexts: 2, Pacing: pacing})
 	if err != nil {
 		return err
 	}
@@ -67,7 +67,7 @@ func roleMoE() error {
 	if err := h.Close(ctx); err != nil {
 		return err
 	}
-	f32, err := moe.New[float32](ctx, g, moe.Config{Hidden: 33, TopK: 3, NumExperts: 2 * n, MaxTokens: T, MaxLLTokens: T, Pacing: pacing})
+	f32, err := moe.New[float32](ctx, g, moe.Config{Sizes: moe.Sizes{Hidden: 33, TopK: 3, NumExperts: 2 * n, MaxTokens: T, MaxLLTokens: T}, Pacing: pacing})
 	if err != nil {
 		return err
 	}

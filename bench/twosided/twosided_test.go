@@ -39,7 +39,7 @@ func testMatches(t *testing.T, n int) {
 			c.Close()
 		}
 	}()
-	cfg := moe.Config{Hidden: H, TopK: K, NumExperts: E, MaxTokens: T, Pacing: barrier.Pacing{Gosched: true, Spins: 64}}
+	cfg := moe.Config{Sizes: moe.Sizes{Hidden: H, TopK: K, NumExperts: E, MaxTokens: T}, Pacing: barrier.Pacing{Gosched: true, Spins: 64}}
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for r := range n {

@@ -82,7 +82,7 @@ func runSetup[T moe.Elem](ctx context.Context, g *gin.Comm, c *collective.Comm, 
 		return err
 	}
 	normal, ll := slices.Contains(s.modes, "normal"), slices.Contains(s.modes, "ll")
-	cfg := moe.Config{Hidden: o.hidden, TopK: o.topk, NumExperts: o.experts, Contexts: max(o.contexts, 1),
+	cfg := moe.Config{Sizes: moe.Sizes{Hidden: o.hidden, TopK: o.topk, NumExperts: o.experts}, Contexts: max(o.contexts, 1),
 		PerRow: o.perRow, Pacing: pacing}
 	llTokens := min(s.llTokens, in.tokens)
 	if normal {
@@ -176,7 +176,7 @@ func (r *runner[T]) normal(ctx context.Context, c *collective.Comm) error {
 	if !o.baseline {
 		return nil
 	}
-	two, err := twosided.New[T](ctx, c, moe.Config{Hidden: H, TopK: o.topk, NumExperts: o.experts, MaxTokens: r.h.Config().MaxTokens})
+	two, err := twosided.New[T](ctx, c, moe.Config{Sizes: moe.Sizes{Hidden: H, TopK: o.topk, NumExperts: o.experts, MaxTokens: r.h.Config().MaxTokens}})
 	if err != nil {
 		return err
 	}

@@ -80,7 +80,7 @@ func main() {
 	config := func(n int) gin.Config {
 		need := 0
 		for _, s := range setups(o) {
-			need = max(need, gpumoe.Signals(n, gpumoe.Config{NumExperts: s.experts}))
+			need = max(need, gpumoe.Signals(n, gpumoe.Config{Sizes: moe.Sizes{NumExperts: s.experts}}))
 		}
 		return gin.Config{Signals: barriers + need}
 	}
@@ -372,8 +372,8 @@ func (r *runner) close(ctx context.Context) error {
 
 func (r *runner) normal(ctx context.Context) (err error) {
 	s, H := r.s, r.s.hidden
-	cfg := gpumoe.Config{Hidden: H, TopK: s.topk, NumExperts: s.experts, MaxTokens: max(r.in.maxT, 1), Signal0: 0,
-		Blocks: r.o.blocks}
+	cfg := gpumoe.Config{Sizes: moe.Sizes{Hidden: H, TopK: s.topk, NumExperts: s.experts, MaxTokens: max(r.in.maxT, 1)},
+		Signal0: 0, Blocks: r.o.blocks}
 	if err := r.open(ctx, cfg); err != nil {
 		return errors.Join(err, r.close(ctx))
 	}
@@ -437,7 +437,7 @@ func (r *runner) normal(ctx context.Context) (err error) {
 
 func (r *runner) lowLatency(ctx context.Context, maxLL int, fp8 bool) (err error) {
 	s, H, K := r.s, r.s.hidden, r.s.topk
-	cfg := gpumoe.Config{Hidden: H, TopK: K, NumExperts: s.experts, MaxLLTokens: maxLL, FP8: fp8, Blocks: r.o.blocks}
+	cfg := gpumoe.Config{Sizes: moe.Sizes{Hidden: H, TopK: K, NumExperts: s.experts, MaxLLTokens: maxLL}, FP8: fp8, Blocks: r.o.blocks}
 	if err := r.open(ctx, cfg); err != nil {
 		return errors.Join(err, r.close(ctx))
 	}

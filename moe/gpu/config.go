@@ -8,22 +8,11 @@ import (
 
 // Config sizes a Handle. Every rank passes an equal Config to New.
 type Config struct {
-	// Hidden is the number of bf16 elements of a token row (7168 in
-	// DeepSeek-V3). Any positive size; rows are stored with a stride of
-	// Hidden*2 rounded up to 16 bytes (RowStride).
-	Hidden int
-	// TopK is the number of experts each token chooses, 1..32.
-	TopK int
-	// NumExperts is the number of experts (at most 4096), a multiple of
-	// the world size: rank r holds experts [r*L, (r+1)*L) with
-	// L = NumExperts/size.
-	NumExperts int
-	// MaxTokens is the most tokens a rank passes to one Dispatch (normal
-	// mode); 0: no normal mode.
-	MaxTokens int
-	// MaxLLTokens is the most tokens a rank passes to one DispatchLL (low
-	// latency); 0: no low-latency mode.
-	MaxLLTokens int
+	// Sizes are the buffer dimensions: Hidden counts bf16 elements, any
+	// positive size (rows are stored with a stride of Hidden*2 rounded up
+	// to 16 bytes, RowStride); TopK is at most 32 and NumExperts at most
+	// 4096.
+	moe.Sizes
 	// FP8 makes DispatchLL carry each row as FP8 e4m3 with one float32
 	// scale per 128 channels (DeepEP's low-latency use_fp8): half the
 	// bytes. Combine always returns bf16.
@@ -63,17 +52,15 @@ func Signals(size int, cfg Config) int {
 }
 
 func (c *Config) check(n int) error {
-	switch {
-	case n <= 0 || n > maxRanks:
+	if n <= 0 || n > maxRanks {
 		return fmt.Errorf("gpumoe: %d ranks: want 1..%d: %w", n, maxRanks, moe.ErrBadArgument)
-	case c.Hidden <= 0 || c.TopK <= 0 || c.TopK > maxTopK || c.NumExperts <= 0:
-		return fmt.Errorf("gpumoe: hidden %d, top-%d, %d experts: want positive, top-k at most %d: %w",
-			c.Hidden, c.TopK, c.NumExperts, maxTopK, moe.ErrBadArgument)
-	case c.NumExperts%n != 0:
-		return fmt.Errorf("gpumoe: %d experts over %d ranks: want a multiple: %w", c.NumExperts, n, moe.ErrBadArgument)
-	case c.MaxTokens < 0 || c.MaxLLTokens < 0 || c.MaxTokens+c.MaxLLTokens == 0:
-		return fmt.Errorf("gpumoe: max tokens %d, low-latency %d: want one positive, none negative: %w",
-			c.MaxTokens, c.MaxLLTokens, moe.ErrBadArgument)
+	}
+	if err := c.Sizes.Check(n); err != nil {
+		return fmt.Errorf("gpumoe: %w", err)
+	}
+	switch {
+	case c.TopK > maxTopK:
+		return fmt.Errorf("gpumoe: top-%d: want at most %d: %w", c.TopK, maxTopK, moe.ErrBadArgument)
 	case c.Hidden > 1<<20 || c.NumExperts > maxExperts || c.MaxTokens > 1<<20 || c.MaxLLTokens > 1<<16:
 		return fmt.Errorf("gpumoe: sizes too large: %w", moe.ErrBadArgument)
 	case c.Signal0 < 0 || c.Blocks < 0:

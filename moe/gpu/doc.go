@@ -11,7 +11,7 @@
 // # Usage
 //
 //	g, _ := gpu.New(ctx, gc, gpu.Config{Path: gpu.PathLSA, Barriers: 32}) // gc: gin.Config{Signals: 32 + gpumoe.Signals(size, cfg)}
-//	h, _ := gpumoe.New(ctx, g, gpumoe.Config{Hidden: 7168, TopK: 8, NumExperts: 256, MaxTokens: 4096})
+//	h, _ := gpumoe.New(ctx, g, gpumoe.Config{Sizes: moe.Sizes{Hidden: 7168, TopK: 8, NumExperts: 256, MaxTokens: 4096}})
 //	// write the tokens at h.Input() (rows RowStride apart), routing into device memory
 //	recv, _ := h.Dispatch(0, topkIdx, topkWeights, numTokens) // queued: layout, counts, rows
 //	// experts: read recv.X / recv.Entries on the device, write outputs over recv.X

@@ -237,7 +237,7 @@ func TestGPU(t *testing.T) {
 	skipIfFewerGPUs(t, 2)
 	for _, c := range gpuCases {
 		t.Run(c.name, func(t *testing.T) {
-			cfg := Config{Hidden: c.H, TopK: c.K, NumExperts: c.E, MaxTokens: c.T, MaxLLTokens: c.LLT, FP8: c.fp8, Signal0: 1}
+			cfg := Config{Sizes: moe.Sizes{Hidden: c.H, TopK: c.K, NumExperts: c.E, MaxTokens: c.T, MaxLLTokens: c.LLT}, FP8: c.fp8, Signal0: 1}
 			rs := newRanks(t, cfg)
 			for round := range c.rounds {
 				if c.T > 0 {

@@ -340,7 +340,7 @@ func TestModelLowLatency(t *testing.T) {
 				n, H, K, E := c.n, c.H, c.K, c.E
 				in := c.inputs(2)
 				maxLL := max(c.T, 1)
-				p, err := newPlan(Config{Hidden: H, TopK: K, NumExperts: E, MaxLLTokens: maxLL, FP8: fp8}, n, 0)
+				p, err := newPlan(Config{Sizes: moe.Sizes{Hidden: H, TopK: K, NumExperts: E, MaxLLTokens: maxLL}, FP8: fp8}, n, 0)
 				require.NoError(t, err)
 				require.Zero(t, p.slotB%16, "a slot is whole 16-byte vectors")
 				if fp8 {

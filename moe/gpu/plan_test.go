@@ -14,10 +14,10 @@ import (
 // Regions of the window and of the state: aligned, inside, disjoint.
 func TestPlanRegions(t *testing.T) {
 	for _, cfg := range []Config{
-		{Hidden: 7168, TopK: 8, NumExperts: 256, MaxTokens: 4096, MaxLLTokens: 128},
-		{Hidden: 7168, TopK: 8, NumExperts: 256, MaxLLTokens: 128, FP8: true},
-		{Hidden: 1001, TopK: 3, NumExperts: 6, MaxTokens: 10},
-		{Hidden: 13, TopK: 32, NumExperts: 64, MaxTokens: 1, MaxLLTokens: 3, FP8: true},
+		{Sizes: moe.Sizes{Hidden: 7168, TopK: 8, NumExperts: 256, MaxTokens: 4096, MaxLLTokens: 128}},
+		{Sizes: moe.Sizes{Hidden: 7168, TopK: 8, NumExperts: 256, MaxLLTokens: 128}, FP8: true},
+		{Sizes: moe.Sizes{Hidden: 1001, TopK: 3, NumExperts: 6, MaxTokens: 10}},
+		{Sizes: moe.Sizes{Hidden: 13, TopK: 32, NumExperts: 64, MaxTokens: 1, MaxLLTokens: 3}, FP8: true},
 	} {
 		for _, n := range []int{1, 2, 8} {
 			if cfg.NumExperts%n != 0 {
@@ -88,7 +88,7 @@ func TestPlanRegions(t *testing.T) {
 
 // Args holds the plan in kernels.cu's field order.
 func TestPlanArgs(t *testing.T) {
-	p, err := newPlan(Config{Hidden: 100, TopK: 4, NumExperts: 8, MaxTokens: 16, MaxLLTokens: 4, FP8: true, Signal0: 3}, 2, 1)
+	p, err := newPlan(Config{Sizes: moe.Sizes{Hidden: 100, TopK: 4, NumExperts: 8, MaxTokens: 16, MaxLLTokens: 4}, FP8: true, Signal0: 3}, 2, 1)
 	require.NoError(t, err)
 	a := p.args(0x1000, 0x200000)
 	w := func(i int) uint64 { return binary.LittleEndian.Uint64(a[8*i:]) }
@@ -129,18 +129,18 @@ func TestBlockDest(t *testing.T) {
 }
 
 func TestConfigCheck(t *testing.T) {
-	good := Config{Hidden: 16, TopK: 2, NumExperts: 4, MaxTokens: 8}
+	good := Config{Sizes: moe.Sizes{Hidden: 16, TopK: 2, NumExperts: 4, MaxTokens: 8}}
 	require.NoError(t, good.check(2))
 	for name, c := range map[string]struct {
 		cfg Config
 		n   int
 	}{
-		"experts not a multiple": {Config{Hidden: 16, TopK: 2, NumExperts: 5, MaxTokens: 8}, 2},
-		"no mode":                {Config{Hidden: 16, TopK: 2, NumExperts: 4}, 2},
-		"top-k 33":               {Config{Hidden: 16, TopK: 33, NumExperts: 64, MaxTokens: 8}, 2},
-		"33 ranks":               {Config{Hidden: 16, TopK: 2, NumExperts: 66, MaxTokens: 8}, 33},
-		"negative":               {Config{Hidden: 16, TopK: 2, NumExperts: 4, MaxTokens: -1, MaxLLTokens: 4}, 2},
-		"zero hidden":            {Config{TopK: 2, NumExperts: 4, MaxTokens: 8}, 2},
+		"experts not a multiple": {Config{Sizes: moe.Sizes{Hidden: 16, TopK: 2, NumExperts: 5, MaxTokens: 8}}, 2},
+		"no mode":                {Config{Sizes: moe.Sizes{Hidden: 16, TopK: 2, NumExperts: 4}}, 2},
+		"top-k 33":               {Config{Sizes: moe.Sizes{Hidden: 16, TopK: 33, NumExperts: 64, MaxTokens: 8}}, 2},
+		"33 ranks":               {Config{Sizes: moe.Sizes{Hidden: 16, TopK: 2, NumExperts: 66, MaxTokens: 8}}, 33},
+		"negative":               {Config{Sizes: moe.Sizes{Hidden: 16, TopK: 2, NumExperts: 4, MaxTokens: -1, MaxLLTokens: 4}}, 2},
+		"zero hidden":            {Config{Sizes: moe.Sizes{TopK: 2, NumExperts: 4, MaxTokens: 8}}, 2},
 	} {
 		err := c.cfg.check(c.n)
 		require.Error(t, err, name)
