@@ -24,7 +24,8 @@ type Comm struct {
 	cfg    Config
 	boot   Bootstrap
 	prov   rdma.Provider
-	poller rdma.Poller // prov, where waits can drive its progress; else nil
+	poller rdma.Poller     // prov, where waits can drive its progress; else nil
+	spin   rdma.SpinPoller // prov, where waits poll it while they spin and block on bell; else nil
 	// bell is rung by every put that adds to one of this rank's signals,
 	// where the provider offers it (rdma.Belled: shm); nil otherwise.
 	bell   rdma.Doorbell
@@ -94,6 +95,9 @@ func newComm(ctx context.Context, boot Bootstrap, cfg Config, host string) (*Com
 	}
 	c.prov, c.caps = prov, prov.Capabilities()
 	c.poller, _ = prov.(rdma.Poller)
+	if c.poller == nil {
+		c.spin, _ = prov.(rdma.SpinPoller)
+	}
 	if err := c.checkCaps(); err != nil {
 		prov.Close()
 		return nil, fmt.Errorf("new comm: %w", err)

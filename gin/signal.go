@@ -178,7 +178,11 @@ func (c *Comm) backoff(ctx context.Context, d idle.Driver, bell rdma.Doorbell) i
 		return idle.NewDrivenCtx(ctx, c.cfg.Idle, d)
 	}
 	if bell != nil {
-		return idle.NewBelled(ctx, c.cfg.Idle, kickedBell{bell, c})
+		b := idle.NewBelled(ctx, c.cfg.Idle, kickedBell{bell, c})
+		if c.spin != nil {
+			b.SpinWith(c.spin.SpinPoll)
+		}
+		return b
 	}
 	return idle.New(c.cfg.Idle)
 }

@@ -82,7 +82,8 @@ type Backoff struct {
 	blk   time.Duration // next block in a Blocker's PollWait
 
 	bell    Bell
-	blocker Blocker // d, where it blocks (NewDrivenCtx)
+	spin    func() int // polled in the spin and yield phases before the bell (SpinWith)
+	blocker Blocker    // d, where it blocks (NewDrivenCtx)
 	ctx     context.Context
 	armed   bool
 	ticket  uint32
@@ -139,6 +140,11 @@ func NewBelled(ctx context.Context, s Strategy, bell Bell) Backoff {
 	return b
 }
 
+// SpinWith makes a wait on a Bell call poll in each call of its spin and
+// yield phases (a yield only after a poll that handled nothing): progress
+// the waiter can drive while it is awake, though it sleeps on the Bell.
+func (b *Backoff) SpinWith(poll func() int) { b.spin = poll }
+
 // Idle pauses once, longer the more often it was called. It reports whether
 // it parked (slept, blocked in the Driver's PollWait or on the Bell), or
 // reached a multiple of 256 calls while spinning, which callers use to
@@ -185,9 +191,14 @@ func (b *Backoff) Idle() (parked bool) {
 	}
 	switch {
 	case b.n <= b.s.Spins:
+		if b.spin != nil {
+			b.spin()
+		}
 		return b.n%checkEvery == 0
 	case b.n <= b.s.Spins+b.s.Yields:
-		runtime.Gosched()
+		if b.spin == nil || b.spin() == 0 {
+			runtime.Gosched()
+		}
 		return b.n%checkEvery == 0
 	}
 	if b.bell != nil {

@@ -49,3 +49,15 @@ type BlockingPoller interface {
 	Blocks() bool
 	Kick()
 }
+
+// SpinPoller is progress a waiter may drive while it spins but must not
+// block in: a provider whose waits block on a doorbell (rdma.Belled) while
+// some of its signals land only when a completion queue is read (the auto
+// provider's ofi peers). A waiter polls it during its spin and yield
+// phases, so a signal that arrives then is applied by the waiter itself
+// rather than by a progress thread that must first be woken. A Poller is
+// waited on through Poller instead. Poll is safe for concurrent use and
+// returns how much it handled.
+type SpinPoller interface {
+	SpinPoll() int
+}

@@ -30,9 +30,11 @@
 //     sleeps, and each ringer adds, then looks for armed waiters, both with
 //     sequentially consistent atomics, so no wake-up is lost, and an idle
 //     waiter sleeps in the kernel. The composite is not an rdma.Poller (a
-//     gin wait would then block in ofi's CQ, which shm peers cannot wake):
-//     ofi's own progress goroutine reads the CQ for waiters (it spins
-//     after activity, then blocks in the CQ's wait object). The endpoints'
+//     gin wait would then block in ofi's CQ, which shm peers cannot wake)
+//     but an rdma.SpinPoller: a gin wait reads ofi's CQ while it spins and
+//     yields, and ofi's own progress goroutine reads it for waiters that
+//     sleep (it spins after activity, then blocks in the CQ's wait
+//     object). The endpoints'
 //     waits for completions drive it too, through an ofi QP's Progress
 //     (ofi's Poll), and a waiter about to sleep on the doorbell hands the
 //     CQ back to the progress goroutine (ofi's Resume), which otherwise
