@@ -148,14 +148,18 @@ func (c *Comm) wait(ctx context.Context, w *atomic.Uint64, least, m uint64, what
 
 // Progress drives the provider once where its progress is manual (ofi:
 // one fi_cq_read, fi_cq(3), which lands incoming signals and reports
-// completions) and returns how much it handled; on providers that need no
-// driving (shm) it returns 0. Loops that poll signals with ReadSignal
-// instead of waiting call it between reads, as gin's own waits do.
+// completions; auto across hosts: the same read of ofi's queue) and
+// returns how much it handled; on providers that need no driving (shm) it
+// returns 0. Loops that poll signals with ReadSignal instead of waiting
+// call it between reads, as gin's own waits do.
 func (c *Comm) Progress() int {
-	if c.poller == nil {
-		return 0
+	switch {
+	case c.poller != nil:
+		return c.poller.Poll()
+	case c.spin != nil:
+		return c.spin.SpinPoll()
 	}
-	return c.poller.Poll()
+	return 0
 }
 
 // driver is what a wait on a signal word drives: the provider if it is a

@@ -8,6 +8,10 @@
 # where it cannot run. scripts/test.sh calls it; alone:
 #
 #	sudo scripts/twohosts.sh
+#
+# With "pingpong [ARGS...]" it instead runs examples/pingpong with one
+# rank per host (ARGS are pingpong's; TRANSPORT=auto by default) against
+# protoactor-go remote between the same namespaces, and prints its table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/netns.sh # veth_join
@@ -24,8 +28,27 @@ veth_join "$a" "$b" "$va" "$vb" 10.178.0
 
 mkdir -p "$dir"
 go build -tags ofi -o "$dir/" ./cmd/rdmarun ./examples/putsignal ./examples/barrier ./examples/collectives \
-  ./examples/actors ./examples/moe
+  ./examples/actors ./examples/moe ./examples/pingpong
 secret=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+
+if [ "${1:-}" = pingpong ]; then
+  shift
+  port=$((20000 + RANDOM % 20000)) pids=()
+  for k in 0 1; do
+    ns=$a iface=$va
+    if [ "$k" = 1 ]; then ns=$b iface=$vb; fi
+    ip netns exec "$ns" env RDMACTOR_HOST_ID="host$k" RDMACTOR_JOB_SECRET="$secret" \
+      RDMACTOR_OFI_PROVIDER=tcp RDMACTOR_OFI_IFACE="$iface" \
+      "$dir/rdmarun" -nnodes 2 -node-rank "$k" -master "10.178.0.1:$port" -np 1 -transport "${TRANSPORT:-auto}" -timeout 10m \
+      "$dir/pingpong" -anchor-host "10.178.0.$((k + 1))" "$@" >"$dir/pingpong.$k" 2>&1 &
+    pids+=($!)
+  done
+  rc=0
+  for k in 0 1; do wait "${pids[$k]}" || rc=$?; done
+  if [ "$rc" != 0 ]; then cat "$dir"/pingpong.*; exit "$rc"; fi
+  grep '^\[0\] #' "$dir/pingpong.0"
+  exit 0
+fi
 
 # job NAME PROG [ARGS...]: one rdmarun per namespace, node 0 in $a (rank
 # 0 serves the rendezvous on its veth address), node 1 in $b; both must

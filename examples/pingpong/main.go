@@ -56,6 +56,7 @@ import (
 type options struct {
 	local      int
 	anchor     string
+	anchorHost string
 	codec      bool
 	size       int
 	n, warmup  int
@@ -76,6 +77,7 @@ func main() {
 	var o options
 	flag.IntVar(&o.local, "local", 0, "run this many ranks as goroutines of one process instead of reading RDMACTOR_* from the launcher")
 	flag.StringVar(&o.anchor, "anchor", "protoremote", "anchor measured side by side: protoremote (protoactor-go remote over gRPC) or none")
+	flag.StringVar(&o.anchorHost, "anchor-host", "127.0.0.1", "address the anchor's gRPC server listens on and other ranks reach it at (this host's address when ranks run on several hosts)")
 	flag.BoolVar(&o.codec, "codec", true, "also measure rdmactor with a message type whose msgpack methods tinylib/msgp generated (rdmactor+codec)")
 	flag.IntVar(&o.size, "size", 16, "message payload bytes")
 	flag.IntVar(&o.n, "n", 20000, "round trips per repetition")
@@ -129,7 +131,7 @@ func runRank(ctx context.Context, n *actor.Node, o options) (err error) {
 		r.ts[rt.name], r.order = rt, append(r.order, rt)
 	}
 	if o.anchor == "protoremote" {
-		at, err := protoremoteTransport(n.Size())
+		at, err := protoremoteTransport(o.anchorHost, n.Size())
 		if err != nil {
 			return err
 		}

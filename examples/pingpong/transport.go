@@ -69,13 +69,13 @@ func rdmactorTransport(n *actor.Node, codec bool) *transport {
 }
 
 // protoremoteTransport starts the anchor: a second actor system in this
-// process with protoactor-go's remote listening on a free loopback port,
+// process with protoactor-go's remote listening on a free port of host,
 // configured as the bootstrap configures its own (unlimited message size);
 // messages are protobuf wrapperspb.BytesValue. Rank 0 learns the other
 // ranks' addresses over rdmactor.
-func protoremoteTransport(size int) (*transport, error) {
+func protoremoteTransport(host string, size int) (*transport, error) {
 	system := protoactor.NewActorSystem(protoactor.WithLoggerFactory(actorsys.Logger))
-	r := remote.NewRemote(system, remote.Configure("127.0.0.1", 0,
+	r := remote.NewRemote(system, remote.Configure(host, 0,
 		remote.WithServerOptions(grpc.MaxRecvMsgSize(math.MaxInt32)),
 		remote.WithDialOptions(grpc.WithTransportCredentials(insecure.NewCredentials()))))
 	if err := startRemote(r); err != nil {
