@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rdmactor/rdmactor/actor"
 	"github.com/rdmactor/rdmactor/gin"
+	"github.com/rdmactor/rdmactor/internal/testutils/ginlocal"
 	"github.com/rdmactor/rdmactor/transport/rdma"
 )
 
@@ -66,16 +66,7 @@ func largeMessages(b *testing.B, transport string, size int) {
 
 	// The put path: a window of size bytes on each rank, and a signal the
 	// mailbox does not use.
-	var wins [2]*gin.Window
-	var errs [2]error
-	var wg sync.WaitGroup
-	for r := range 2 {
-		wg.Go(func() { wins[r], errs[r] = nodes[r].Comm().RegisterWindow(ctx, size, 0) })
-	}
-	wg.Wait()
-	if err := errors.Join(errs[:]...); err != nil {
-		b.Fatal(err)
-	}
+	wins := ginlocal.Windows(b, ctx, []*gin.Comm{nodes[0].Comm(), nodes[1].Comm()}, size)
 	sig := gin.Signal(nodes[0].Comm().Signals() - 1)
 	x0, err := nodes[0].Comm().Context(0)
 	if err != nil {

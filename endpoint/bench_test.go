@@ -3,11 +3,11 @@ package endpoint_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/rdmactor/rdmactor/gin"
+	"github.com/rdmactor/rdmactor/internal/testutils/ginlocal"
 	_ "github.com/rdmactor/rdmactor/transport/rdma/std"
 )
 
@@ -40,18 +40,7 @@ func BenchmarkPutSignalsInUse(b *testing.B) {
 			c.Close()
 		}
 	}()
-	var wins [2]*gin.Window
-	var wg sync.WaitGroup
-	errs := make([]error, 2)
-	for r, c := range comms {
-		wg.Go(func() { wins[r], errs[r] = c.RegisterWindow(ctx, 4096, 0) })
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
+	wins := ginlocal.Windows(b, ctx, comms, 4096)
 	var xs [2]*gin.Context
 	for i := range xs {
 		if xs[i], err = comms[0].Context(i); err != nil {

@@ -36,3 +36,20 @@ func Comms(t testing.TB, n int, cfg gin.Config, d time.Duration) (ctx context.Co
 	})
 	return ctx, stop, comms
 }
+
+// Windows registers a window of size bytes on every Comm of a job, all at
+// once (gin.Comm.RegisterWindow is collective), and fails the test if any
+// rank's registration fails. It returns the windows by rank.
+func Windows(t testing.TB, ctx context.Context, comms []*gin.Comm, size int) []*gin.Window {
+	t.Helper()
+	wins := make([]*gin.Window, len(comms))
+	errs := testutils.GoRanks(len(comms), nil, func(r int) error {
+		var err error
+		wins[r], err = comms[r].RegisterWindow(ctx, size, 0)
+		return err
+	})
+	for r, err := range errs {
+		require.NoError(t, err, "rank %d: register a window of %d bytes", r, size)
+	}
+	return wins
+}

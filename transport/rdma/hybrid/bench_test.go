@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rdmactor/rdmactor/gin"
+	"github.com/rdmactor/rdmactor/internal/testutils/ginlocal"
 	"github.com/rdmactor/rdmactor/transport/rdma/hybrid"
 	"github.com/rdmactor/rdmactor/transport/rdma/ofi"
 )
@@ -33,18 +34,9 @@ func BenchmarkPingPongHosts(b *testing.B) {
 					c.Close()
 				}
 			}()
-			var wins [2]*gin.Window
+			wins := ginlocal.Windows(b, ctx, comms, 4096)
 			var errs [2]error
 			var wg sync.WaitGroup
-			for r, c := range comms {
-				wg.Go(func() { wins[r], errs[r] = c.RegisterWindow(ctx, 4096, 0) })
-			}
-			wg.Wait()
-			for _, err := range errs {
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
 			n := b.N
 			b.ResetTimer()
 			for r := range 2 {
