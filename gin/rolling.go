@@ -20,6 +20,3 @@ func mask(bits, max int) (uint64, error) {
 // the comparison of every signal and counter wait (ncclGin::waitSignal,
 // nccl_device/gin.h, NCCL 2.28), for layers that read signals themselves.
 func RollingLE(a, b, m uint64) bool { return (b-a)&m <= m>>1 }
-
-// rollingLE is RollingLE (the name gin's own waits use).
-func rollingLE(a, b, m uint64) bool { return RollingLE(a, b, m) }

@@ -97,7 +97,7 @@ func (x *Context) WaitSignals(ctx context.Context, set []SignalWait, bits int) (
 	words := x.c.signals.Bytes()
 	ready := func() (int, uint64) {
 		for i, sw := range set {
-			if v := memword.Uint64(words, 8*int(sw.Signal)).Load() & m; rollingLE(sw.Least&m, v, m) {
+			if v := memword.Uint64(words, 8*int(sw.Signal)).Load() & m; RollingLE(sw.Least&m, v, m) {
 				return i, v
 			}
 		}
@@ -195,7 +195,7 @@ func (c *Comm) backoff(ctx context.Context, d idle.Driver, bell rdma.Doorbell) i
 // bell (nil: none) where there is no d.
 func (c *Comm) waitDriving(ctx context.Context, w *atomic.Uint64, least, m uint64, what string, id int, d idle.Driver, bell rdma.Doorbell) (uint64, error) {
 	least &= m
-	if v := w.Load() & m; rollingLE(least, v, m) {
+	if v := w.Load() & m; RollingLE(least, v, m) {
 		return v, nil
 	}
 	if err := ctx.Err(); err != nil {
@@ -204,7 +204,7 @@ func (c *Comm) waitDriving(ctx context.Context, w *atomic.Uint64, least, m uint6
 	}
 	b := c.backoff(ctx, d, bell)
 	for {
-		if v := w.Load() & m; rollingLE(least, v, m) {
+		if v := w.Load() & m; RollingLE(least, v, m) {
 			b.Stop()
 			return v, nil
 		}

@@ -95,8 +95,8 @@ func testRolling(t *testing.T, f Factory) {
 		})
 	}
 
-	// The rolling comparison itself, through WaitSignal only (rollingLE is
-	// unexported): a table of named cases, each also checked against the
+	// The rolling comparison itself, through WaitSignal (what a Comm does
+	// with it, not gin.RollingLE alone): a table of named cases, each also checked against the
 	// model, then random cases against the model.
 	t.Run("Model", func(t *testing.T) {
 		e := setup(t, f, 2, gin.Config{Signals: 2})
