@@ -4,9 +4,9 @@ package moe
 
 import "golang.org/x/sys/cpu"
 
-// The vector kernels need AVX2; without it the portable ones run.
-// (AVX-512 versions of the row sums were no faster on Zen 4, which splits
-// 512-bit operations in two.)
+// The vector kernels need AVX2; without it the portable ones run. There
+// are no AVX-512 versions: Zen 4 executes a 512-bit operation as two
+// 256-bit halves, so they would not be faster there.
 var useAVX2 = cpu.X86.HasAVX2
 
 //go:noescape

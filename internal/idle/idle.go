@@ -97,7 +97,7 @@ func New(s Strategy) Backoff { return Backoff{s: s, sleep: s.MinSleep} }
 // s.Spins calls of Idle polls d once (d.Poll) instead of spinning idly, and
 // every later call blocks in d.PollWait(s.MaxSleep) instead of yielding
 // and parking, so the waiter is woken by the NIC when data arrives, not by
-// a Go timer (which resolves to about 1 ms on small VMs, docs/ofi.md). With
+// a Go timer (which can fire up to a millisecond late on small VMs). With
 // a nil d it is New(s).
 func NewDriven(s Strategy, d Driver) Backoff {
 	b := New(s)

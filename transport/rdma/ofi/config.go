@@ -42,18 +42,19 @@ const (
 	// latency of the first message, after a quiet period of 64 ms or more,
 	// to a rank that does not wait for it (naps are a sixteenth of the
 	// quiet time so far, from 10µs up to this; a waiter naps at most its
-	// idle strategy's MaxSleep). Each wake-up costs ~40 µs of CPU on a
-	// small VM: 4 ms keeps an idle rank near 1 % of a core.
+	// idle strategy's MaxSleep). Each wake-up costs CPU, so the longest
+	// nap bounds an idle rank's: 4 ms is at most 250 wake-ups a second.
 	EnvIdleMax = "RDMACTOR_OFI_IDLE_MAX"
 	// EnvWait is how an idle rank waits for its completion queue: fd
-	// (default) opens the CQ with a wait object (FI_WAIT_UNSPEC), and
-	// waits block in fi_cq_sread, woken by the kernel when a write
-	// arrives: an idle rank costs well under 1 % of a core. poll opens it
-	// without one (FI_WAIT_NONE) and waiters nap between polls once idle
-	// (several % of a core per idle rank), for ranks that own a core and
-	// spin: on tcp;ofi_rxm (libfabric 1.17) a wait object moves the
-	// provider to an epoll wait set that adds about 1 µs to every
-	// fi_cq_read. sockets never gets one (its reads would block).
+	// (default) opens the CQ with a wait object (FI_WAIT_FD, else
+	// FI_WAIT_UNSPEC), and waits block on it, woken by the kernel when a
+	// write arrives: an idle rank costs well under 1 % of a core
+	// (examples/pingpong -only idle). poll opens it without one
+	// (FI_WAIT_NONE) and waiters nap between polls once idle (several % of
+	// a core per idle rank), for ranks that own a core and spin: on
+	// tcp;ofi_rxm (libfabric 1.17) a wait object moves the provider to an
+	// epoll wait set that slows every fi_cq_read (scripts/bench_ofi.sh
+	// runs with poll). sockets never gets one (its reads would block).
 	EnvWait = "RDMACTOR_OFI_WAIT"
 	// EnvDebug, if set to 1, logs fabric selection and target-side signal
 	// errors to stderr.

@@ -76,17 +76,18 @@
 // (fi_cq_readerr, with the provider's fi_cq_strerror message) into the
 // QP's *rdma.QPError, and applies incoming signals. It polls while
 // operations are in flight and for RDMACTOR_OFI_SPIN (20µs) after its last
-// activity, then blocks in fi_cq_sread on the CQ's wait object (woken by
-// the kernel when data arrives, and by fi_cq_signal when this rank posts).
-// With RDMACTOR_OFI_WAIT=poll (and always on sockets) the CQ has no wait
-// object, which makes every fi_cq_read on tcp;ofi_rxm about 1 µs cheaper,
-// and the goroutine naps a sixteenth of its idle time instead, up to
-// RDMACTOR_OFI_IDLE_MAX (4ms). The Provider is an rdma.BlockingPoller:
-// every wait on it (gin's signal and counter waits, Flush, the endpoint's
-// SQ room wait, a mode query) reads the CQ itself with Poll and then
-// PollWait, which blocks in fi_cq_sread where there is a wait object
-// (Kick ends it), and the progress goroutine stands back while such
-// calls come. QP.Progress only reports the completions found, in post
+// activity, then blocks on the CQ's wait object (in Go's netpoller where
+// it is an fd, else in fi_cq_sread), woken by the kernel when data
+// arrives and by fi_cq_signal when this rank posts. With
+// RDMACTOR_OFI_WAIT=poll (and always on sockets) the CQ has no wait
+// object, which makes every fi_cq_read on tcp;ofi_rxm cheaper (the
+// latency of scripts/bench_ofi.sh), and the goroutine naps a sixteenth of
+// its idle time instead, up to RDMACTOR_OFI_IDLE_MAX (4ms). The Provider
+// is an rdma.BlockingPoller: every wait on it (gin's signal and counter
+// waits, Flush, the endpoint's SQ room wait, a mode query) reads the CQ
+// itself with Poll and then PollWait, which blocks on the wait object
+// where there is one (Kick ends it), and the progress goroutine stands
+// back while such calls come. QP.Progress only reports the completions found, in post
 // order.
 //
 // A local completion means the source may be reused (gin's Flush); it is
