@@ -5,9 +5,12 @@
 // all the same, and Open then returns an *rdma.UnsupportedError saying
 // "build with -tags ofi", so RDMACTOR_TRANSPORT=ofi fails clearly.
 //
-// It registers itself as "ofi"; gin imports it beside shm. Programs select
-// it with RDMACTOR_TRANSPORT=ofi (gin.Config.Transport, rdmarun -transport
-// ofi). docs/ofi.md has the design, the quirks met and the benchmarks.
+// It registers itself as "ofi" when imported; gin imports no provider, and
+// transport/rdma/std (which package actor imports) imports this one beside
+// shm and auto. Programs select it with RDMACTOR_TRANSPORT=ofi
+// (gin.Config.Transport, rdmarun -transport ofi); auto uses it between
+// hosts. docs/ofi.md has the design, configuration, quirks and tests;
+// docs/benchmarks.md the figures.
 //
 // # Choosing the fabric
 //

@@ -271,7 +271,7 @@ func TestCounterStrategyNeedsRMAEvent(t *testing.T) {
 }
 
 // TestPollWait: a waiter can drive the provider itself (Poll, PollWait:
-// the provider half of the proposed gin hook, docs/ofi.md) and sees the
+// the rdma.Poller methods gin's waits call) and sees the
 // signal it waits for applied by its own call.
 func TestPollWait(t *testing.T) {
 	for _, prov := range providers {
