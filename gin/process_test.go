@@ -141,11 +141,8 @@ func TestKilledRankEndsWaits(t *testing.T) {
 // across processes; a lost wake-up is a wait that meets its 5 s deadline.
 // RDMACTOR_TEST_WAKES sets the number of round trips (default 20000).
 func roleWakes() error {
-	rounds := 20000
-	if v, err := strconv.Atoi(os.Getenv("RDMACTOR_TEST_WAKES")); err == nil && v > 0 {
-		rounds = v
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	rounds := wakeRounds()
+	ctx, cancel := context.WithTimeout(context.Background(), wakesTimeout(rounds))
 	defer cancel()
 	c, err := gin.Init(ctx, gin.Config{Signals: 2, Idle: gin.IdleStrategy{Spins: 1, MinSleep: time.Microsecond, MaxSleep: time.Millisecond}})
 	if err != nil {
@@ -181,5 +178,32 @@ func roleWakes() error {
 }
 
 func TestNoLostWakeupsAcrossProcesses(t *testing.T) {
-	testutils.RunRanks(t, 2, "wakes")
+	runWakes(t, launch.Options{})
+}
+
+// runWakes runs roleWakes on 2 ranks with o's transport, bounded by
+// wakesTimeout, and reports each failed rank.
+func runWakes(t *testing.T, o launch.Options) {
+	o.NP, o.KillOnFailure, o.Timeout = 2, true, wakesTimeout(wakeRounds())
+	for _, r := range testutils.RunRanksOpts(t, o, "wakes") {
+		if r.ExitCode != 0 {
+			t.Errorf("rank %d: exit code %d: %v", r.Rank, r.ExitCode, r.Err)
+		}
+	}
+}
+
+// wakeRounds is the number of round trips of roleWakes:
+// RDMACTOR_TEST_WAKES, default 20000.
+func wakeRounds() int {
+	if v, err := strconv.Atoi(os.Getenv("RDMACTOR_TEST_WAKES")); err == nil && v > 0 {
+		return v
+	}
+	return 20000
+}
+
+// wakesTimeout bounds a job of rounds blocking round trips: 1 ms each
+// (about 8 times their cost over ofi tcp) and a minute to start, so that
+// RDMACTOR_TEST_WAKES=1000000 is not cut off by the launcher's default.
+func wakesTimeout(rounds int) time.Duration {
+	return time.Minute + time.Duration(rounds)*time.Millisecond
 }

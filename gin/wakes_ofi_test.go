@@ -15,10 +15,5 @@ import (
 // whatever length the wait's block has grown to.
 func TestNoLostWakeupsAcrossProcessesOFI(t *testing.T) {
 	testutils.OFIProvider(t, "tcp")
-	res := testutils.RunRanksOpts(t, launch.Options{NP: 2, Transport: "ofi", KillOnFailure: true}, "wakes")
-	for _, r := range res {
-		if r.ExitCode != 0 {
-			t.Errorf("rank %d: exit code %d: %v", r.Rank, r.ExitCode, r.Err)
-		}
-	}
+	runWakes(t, launch.Options{Transport: "ofi"})
 }

@@ -33,7 +33,8 @@ func RunRanks(t testing.TB, np int, role string, env ...string) []launch.Result 
 // program, running role; o.Prog, o.Args, o.Stdout and o.Stderr are replaced
 // (output goes to the test log, one t.Log per line). It logs Run's error and
 // returns the results for the caller to check; it fails the test only when
-// no rank could be started. The job ends at Deadline(t, RanksTimeout).
+// no rank could be started. The job ends at Deadline(t, RanksTimeout), or
+// of o.Timeout where that is longer.
 func RunRanksOpts(t testing.TB, o launch.Options, role string) []launch.Result {
 	t.Helper()
 	o.Prog = os.Args[0]
@@ -43,7 +44,7 @@ func RunRanksOpts(t testing.TB, o launch.Options, role string) []launch.Result {
 	w := &logWriter{t: t}
 	o.Stdout, o.Stderr = w, w
 	start := time.Now()
-	res, err := launch.Run(Deadline(t, RanksTimeout), o)
+	res, err := launch.Run(Deadline(t, max(RanksTimeout, o.Timeout)), o)
 	t.Logf("role %s: %d ranks ran for %v; err: %v", role, o.NP, time.Since(start).Round(time.Millisecond), err)
 	if res == nil {
 		t.Fatalf("role %s: %v", role, err)
