@@ -3,6 +3,7 @@ package gin
 import (
 	"errors"
 
+	"github.com/rdmactor/rdmactor/endpoint"
 	"github.com/rdmactor/rdmactor/transport/rdma"
 )
 
@@ -44,6 +45,11 @@ var (
 	// providers), so errors.Is(err, ErrClosed) holds whichever layer saw
 	// the close first.
 	ErrClosed = rdma.ErrClosed
+	// ErrRingFull is matched by the *RingFullError Put, PutValue and
+	// Signal return when the endpoint's send queue stayed full for
+	// Config.PostTimeout; nothing of the post was queued
+	// (endpoint.ErrRingFull).
+	ErrRingFull = endpoint.ErrRingFull
 	// ErrBadArgument is returned for malformed arguments not covered above:
 	// a PutValue size other than 1, 2, 4 or 8, bits outside 1..64 (1..56
 	// for counters), a negative size, windows of unequal size across ranks,
@@ -59,3 +65,7 @@ type UnsupportedError = rdma.UnsupportedError
 // PeerLostError names the rank whose loss failed a Comm
 // (rdma.PeerLostError); it matches ErrPeerLost.
 type PeerLostError = rdma.PeerLostError
+
+// RingFullError names the peer and route whose send queue stayed full and
+// for how long (endpoint.RingFullError); it matches ErrRingFull.
+type RingFullError = endpoint.RingFullError

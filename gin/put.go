@@ -67,7 +67,7 @@ func (c *Comm) check() error {
 // Config.Peers; ErrOutOfBounds (nothing written);
 // ErrUnknownSignal, ErrUnknownCounter; ErrBadArgument for a VA signal on a
 // window without StrictOrdering; ErrMixedSignalOps; ErrPeerLost;
-// endpoint.ErrRingFull when the SQ stayed full for Config.PostTimeout.
+// ErrRingFull when the SQ stayed full for Config.PostTimeout.
 func (x *Context) Put(team Team, peer int, dst *Window, dstOff int, src *Window, srcOff int, bytes int,
 	remote RemoteAction, local LocalAction, opts ...Option) error {
 	p, ctr, err := x.dataCheck(team, peer, dst, dstOff, src, srcOff, bytes, local, "put destination", "put source")
