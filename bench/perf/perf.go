@@ -1,10 +1,11 @@
 // Package perf times collectives and barriers across ranks the way the
-// Open MPI anchor (shared/anchors/mpi_anchor.c, bench()) and nccl-tests
-// do, so that their figures compare: each figure is warmed up and
-// calibrated until one repetition lasts about Method.RepSeconds, then
-// repeated Method.Reps times; every repetition is timed on the slowest
-// rank (the ranks' times are max-reduced with an all-reduce) and the
-// median time per iteration is the figure.
+// Open MPI anchor (a C program outside this repository,
+// docs/benchmarks.md) and nccl-tests do, so that their figures compare:
+// each figure is warmed up and calibrated until one repetition lasts
+// about Method.RepSeconds, then repeated Method.Reps times; every
+// repetition is timed on the slowest rank (the ranks' times are
+// max-reduced with an all-reduce) and the median time per iteration is
+// the figure.
 //
 // It also holds nccl-tests' bandwidth conventions (AlgBW, BusBW).
 package perf

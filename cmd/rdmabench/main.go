@@ -1,7 +1,8 @@
 // Command rdmabench measures rdmactor's one-sided puts between two ranks
 // on shm against anchors measured in the same run, and prints one line per
-// figure, "name: value unit", in the style of the Open MPI anchor
-// (../shared/anchors/mpi_anchor.c), then a summary of the ratios.
+// figure, "name: value unit", in the style of the Open MPI anchor (a C
+// program outside this repository, docs/benchmarks.md), then a summary of
+// the ratios.
 //
 // Run it as two processes through the launcher (scripts/bench.sh does this
 // and prints it side by side with the Open MPI anchor):

@@ -11,7 +11,7 @@
 // or with ranks as goroutines of one process: collectives -local 4.
 //
 // With -anchor it runs instead the figures of the Open MPI anchor
-// (shared/anchors/mpi_anchor.c: all-reduce of 8 B and 4 MiB of float64
+// (docs/collectives.md: all-reduce of 8 B and 4 MiB of float64
 // sums, all-to-all of 128 and 4096 tokens x 7168 bf16 per pair) and
 // prints them as the anchor does, "name: value unit", for
 // scripts/bench_collectives.sh to set side by side.
