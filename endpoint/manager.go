@@ -14,6 +14,10 @@ import (
 	"github.com/rdmactor/rdmactor/transport/rdma"
 )
 
+// DefaultPostTimeout is how long a post waits for SQ room before
+// ErrRingFull when Config.PostTimeout is zero (and gin.Config's).
+const DefaultPostTimeout = 10 * time.Second
+
 // Config sizes a Manager.
 type Config struct {
 	Contexts    int           // gin contexts (ordering domains); default 1
@@ -40,7 +44,7 @@ func (c *Config) setDefaults() error {
 		c.Depth = 512
 	}
 	if c.PostTimeout == 0 {
-		c.PostTimeout = 10 * time.Second
+		c.PostTimeout = DefaultPostTimeout
 	}
 	if c.Idle == (idle.Strategy{}) {
 		c.Idle = idle.Default

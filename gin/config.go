@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rdmactor/rdmactor/endpoint"
 	"github.com/rdmactor/rdmactor/internal/idle"
 )
 
@@ -116,7 +117,7 @@ func (c *Config) setDefaults() error {
 		c.Contexts = 1
 	}
 	if c.PostTimeout == 0 {
-		c.PostTimeout = 10 * time.Second
+		c.PostTimeout = endpoint.DefaultPostTimeout
 	}
 	if c.Signals < 0 || c.Counters < 0 || c.Contexts < 0 || c.QPsPerPeer < 0 || c.LSASize < 0 || c.SQDepth < 0 {
 		return fmt.Errorf("config: negative count: %w", ErrBadArgument)
