@@ -112,7 +112,7 @@ func main() {
 func parseFlags() options {
 	var o options
 	flag.IntVar(&o.local, "local", 0, "run this many ranks as goroutines of this process instead of reading RDMACTOR_* from the launcher")
-	flag.StringVar(&o.transport, "transport", "", "rdma provider (default: RDMACTOR_TRANSPORT, else shm)")
+	flag.StringVar(&o.transport, "transport", "", "rdma provider (default: RDMACTOR_TRANSPORT, else auto: shm within a host, ofi between hosts)")
 	flag.IntVar(&o.tokens, "tokens", 512, "tokens per rank (normal mode)")
 	flag.IntVar(&o.llTokens, "ll-tokens", 128, "tokens per rank in low-latency mode (DeepEP: up to 128)")
 	flag.IntVar(&o.hidden, "hidden", 1024, "elements per token row")
