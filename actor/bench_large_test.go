@@ -12,7 +12,6 @@ import (
 	"github.com/rdmactor/rdmactor/actor"
 	"github.com/rdmactor/rdmactor/gin"
 	"github.com/rdmactor/rdmactor/internal/testutils/ginlocal"
-	"github.com/rdmactor/rdmactor/transport/rdma"
 )
 
 // BenchmarkLargeMessage is the bandwidth of large one-way messages from a
@@ -50,7 +49,7 @@ func largeMessages(b *testing.B, transport string, size int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	nodes, err := actor.StartLocal(ctx, 2, actor.Config{Gin: gin.Config{Transport: transport}, MaxMessage: 2 * size})
-	var unsup *rdma.UnsupportedError
+	var unsup *gin.UnsupportedError
 	if errors.As(err, &unsup) {
 		b.Skipf("transport %s: %v", transport, err)
 	}
