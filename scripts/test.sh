@@ -60,6 +60,10 @@ if [ -f /usr/include/rdma/fabric.h ]; then
   # the stack layout, and a cgo bug can show in one build only.
   go test -race -tags ofi -timeout 10m "$@" ./transport/rdma/ofi/...
   go test -tags ofi -timeout 10m "$@" ./transport/rdma/ofi/...
+  # The ofi twins of tests in the layers above (named *OFI): wake-ups, peer
+  # sets, barrier fences and MoE across processes over libfabric tcp.
+  go test -race -tags ofi -run 'OFI$' -timeout 10m "$@" ./gin/ ./barrier/ ./moe/
+  go test -tags ofi -run 'OFI$' -timeout 10m "$@" ./gin/ ./barrier/ ./moe/
   # Two ranks in two network namespaces joined by a veth pair: created here,
   # removed on exit; skipped, saying why, where that is not permitted.
   . scripts/lib/netns.sh # veth_join
