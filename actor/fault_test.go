@@ -290,7 +290,7 @@ func roleFault() error {
 	if err := n.Close(); err != nil {
 		return err
 	}
-	fmt.Printf("rank %d: survived rank %d's kill: %d requests among survivors after the loss, no error; %d pending requests failed <= %v after detection, checked against %v (goroutines waited up to %v to run); Close %v\n",
+	fmt.Printf("rank %d: survived rank %d's kill: %d requests among survivors after the loss, no error; %d pending requests failed <= %v after detection, checked against %v (goroutines or threads waited up to %v to run); Close %v\n",
 		n.Rank(), victim, f.after.Load(), f.checked, f.latest.Round(time.Microsecond), f.pendingLimit(), f.waited.Round(time.Microsecond), time.Since(start).Round(time.Millisecond))
 	return nil
 }
@@ -310,6 +310,7 @@ type faultRun struct {
 	toLost []request // requests towards the victim that failed
 
 	sched    *metrics.Float64Histogram // the goroutines' scheduling delays when the traffic started
+	runDelay map[string]time.Duration  // the threads' waits for a processor at the detection
 	silent   []*actor.Future           // requests to the victim's "silent", which only the loss ends
 	named    chan request              // Node.Requests to the victim's "silent": ErrRankGone when they end
 	inflight atomic.Pointer[inflight]  // the request to the victim's "echo" in flight
@@ -445,6 +446,7 @@ func (f *faultRun) waitDetection(ctx context.Context) (time.Time, error) {
 	}
 	detected := time.Now()
 	f.detectedAt.Store(&detected)
+	f.runDelay = threadRunDelays()
 	if err := f.n.Gone(f.victim); !errors.Is(err, actor.ErrRankGone) {
 		return detected, fmt.Errorf("Gone(%d) = %v, want ErrRankGone", f.victim, err)
 	}
@@ -473,9 +475,12 @@ func (f *faultRun) waitDetection(ctx context.Context) (time.Time, error) {
 		f.latest = max(f.latest, r.end.Sub(detected))
 	}
 	f.checked = len(pending) + namedRequests
-	f.waited = worstSince(f.sched, schedLatencies())
+	// The longer of a goroutine's wait to run and a thread's wait for a
+	// processor: on a host with more runnable threads than cores the
+	// kernel may hold the thread failing the requests.
+	f.waited = max(worstSince(f.sched, schedLatencies()), worstRunDelaySince(f.runDelay))
 	if limit := f.pendingLimit(); f.latest > limit {
-		return detected, fmt.Errorf("requests pending towards the lost rank failed up to %v after the loss was known, want <= %v (goroutines waited up to %v to run)",
+		return detected, fmt.Errorf("requests pending towards the lost rank failed up to %v after the loss was known, want <= %v (goroutines or threads waited up to %v to run)",
 			f.latest, limit, f.waited)
 	}
 	return detected, nil
@@ -597,6 +602,10 @@ func runByHand(t *testing.T, np int, role string, env ...string) ([]int, []error
 		)
 		w := logLines(t, fmt.Sprintf("[%d] ", r))
 		c.Stdout, c.Stderr = w, w
+		// A rank still running at the deadline dumps its goroutines
+		// (SIGQUIT) into the log, where a hang shows, before the kill.
+		c.Cancel = func() error { return c.Process.Signal(syscall.SIGQUIT) }
+		c.WaitDelay = 10 * time.Second
 		cmds[r] = c
 	}
 	codes, errs := make([]int, np), make([]error, np)
