@@ -41,14 +41,14 @@ const maxExperts = 4096
 
 // Signals is the number of device signals a Handle over size ranks takes
 // from Config.Signal0: per source rank a count, a data and a combine
-// signal, and a low-latency ready and combine signal (plan.go: signals).
+// signal, and a low-latency combine signal (plan.go: signals).
 // It does not depend on cfg today; it takes it so that a layout that does
 // needs no new call.
 func Signals(size int, cfg Config) int {
 	if size <= 0 {
 		return 0
 	}
-	return 5 * size
+	return 4 * size
 }
 
 func (c *Config) check(n int) error {

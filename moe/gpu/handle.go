@@ -41,15 +41,11 @@ type Handle struct {
 	err     error // what broke the handle
 	round   uint64
 	llRound uint64
-	// llStaged counts the low-latency rounds whose rows the kernel staged
-	// (FP8, or x not Input): receivers wait for llReady only in those
-	// (kernels.cu: llNeed).
-	llStaged uint64
-	tokens   int // of the last Dispatch
-	llTok    int // of the last DispatchLL
-	recv     *Recv
-	recvLL   *RecvLL
-	trace    *cuda.Event
+	tokens  int // of the last Dispatch
+	llTok   int // of the last DispatchLL
+	recv    *Recv
+	recvLL  *RecvLL
+	trace   *cuda.Event
 }
 
 // phase is where the Handle is in the order of calls.
@@ -124,6 +120,9 @@ func New(ctx context.Context, g *gpu.Comm, cfg Config) (_ *Handle, err error) {
 		err = g.Context().Memset(h.win.Ptr()+cuda.DevicePtr(p.llRoute), 0, n*p.routeB)
 		if err == nil { // weight words too
 			err = g.Context().Memset(h.win.Ptr()+cuda.DevicePtr(p.llW), 0, n*p.maxLL*p.k*8)
+		}
+		if err == nil { // and the combine's flags
+			err = g.Context().Memset(h.win.Ptr()+cuda.DevicePtr(p.llFlag), 0, n*p.maxLL*p.flagS*8)
 		}
 		if err == nil {
 			err = g.Context().Synchronize()

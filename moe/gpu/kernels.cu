@@ -23,20 +23,21 @@
 //                   ready (one signal each), waits for theirs, then sums each
 //                   token's rows in float32, pulling the remote ones through
 //                   the LSA mapping, and rounds once to bf16.
-//   moe_ll_dispatch low latency: each rank writes its routing (each pair's
-//                   expert and slot, in token order) and its pairs per
-//                   expert to every rank as route words that carry the
-//                   round (no fence, no signal), and stages its rows (FP8
-//                   e4m3 with per-128-channel scales, or bf16 as they are;
-//                   one llReady signal per rank when it staged any); then
-//                   each rank pulls every token routed to it once and
-//                   stores it into the slot of each local expert it chose.
+//   moe_ll_dispatch low latency: each rank stages its rows (FP8 e4m3 with
+//                   per-128-channel scales, or bf16 as they are) and writes
+//                   its routing (each pair's expert and slot, in token
+//                   order) and its pairs per expert to every rank as route
+//                   words that carry the round (no signal; a release where
+//                   rows were staged); each rank pulls every token routed
+//                   to it once and stores it into the slot of each local
+//                   expert it chose.
 //   moe_ll_combine  each rank sends its weights to every rank (8-byte words
 //                   with the round), sums each source token's rows over
 //                   its own experts in float32 and writes that partial row
-//                   into the source's window (one signal per block and
-//                   rank); each source then adds its partials, at most one
-//                   per rank, and rounds once to bf16.
+//                   into the source's window, a flag word per slice after
+//                   it; each source adds each slice's partials, at most one
+//                   per rank, once their flags are there, and rounds once
+//                   to bf16.
 //
 // "One signal per destination" across the grid (blockFinish): when a block
 // has put all its share, it syncs, one warp fences the block's writes at
@@ -73,10 +74,10 @@ typedef unsigned char u8;
 // plan.go's argWords. Passed by value (__grid_constant__).
 struct Args {
   Window win;  // the handle's window
-  u64 rank, n, hidden, topk, experts, local, maxT, maxLL, rs, ew, hdrB, sigBase, fp8, slotB, groups, routeB;
+  u64 rank, n, hidden, topk, experts, local, maxT, maxLL, rs, ew, hdrB, sigBase, fp8, slotB, groups, routeB, flagS;
   // window regions (byte offsets)
   u64 offInput, offHdrStage, offCnt, offMetaStage, offRecvMeta, offRecvX;
-  u64 offLLStage, offLLX, offLLSrc, offLLCount, offLLY, offLLRoute, offLLW, offLLPart;
+  u64 offLLStage, offLLX, offLLSrc, offLLCount, offLLY, offLLRoute, offLLW, offLLPart, offLLFlag;
   // device state (this rank only)
   u32* masks;          // [maxT] token -> rank bits
   int* pos;            // [maxT][n] send positions, -1: not sent there
@@ -96,6 +97,8 @@ enum { ErrBadRouting = 1, ErrPeerBadRouting = 2, ErrSlotOverflow = 3, ErrAborted
 // Bounds of Config (config.go: maxRanks, maxTopK).
 enum { maxRanks = MOE_MAX_RANKS, maxTopK = MOE_MAX_TOPK };
 
+
+
 __device__ __forceinline__ void fail(const Args& a, u32 code, u32 detail) {
   atomicCAS(a.err, 0ull, ((u64)code << 32) | detail);
 }
@@ -108,8 +111,7 @@ __device__ __forceinline__ int warps() { return blockDim.x >> 5; }
 __device__ __forceinline__ u32 sigCnt(const Args& a, int s) { return (u32)(a.sigBase + s); }
 __device__ __forceinline__ u32 sigData(const Args& a, int s) { return (u32)(a.sigBase + a.n + s); }
 __device__ __forceinline__ u32 sigComb(const Args& a, int s) { return (u32)(a.sigBase + 2 * a.n + s); }
-__device__ __forceinline__ u32 sigLLReady(const Args& a, int s) { return (u32)(a.sigBase + 3 * a.n + s); }
-__device__ __forceinline__ u32 sigLLComb(const Args& a, int s) { return (u32)(a.sigBase + 4 * a.n + s); }
+__device__ __forceinline__ u32 sigLLComb(const Args& a, int s) { return (u32)(a.sigBase + 3 * a.n + s); }
 
 __device__ __forceinline__ char* local(const Args& a) { return reinterpret_cast<char*>(localPointer(a.win, 0)); }
 
@@ -565,6 +567,12 @@ __device__ __forceinline__ void accumulate8(float* acc, uint4 v, float w) {
     acc[2 * i + 1] += w * __uint_as_float(q[i] & 0xffff0000u);
   }
 }
+__device__ __forceinline__ void accumulate4(float* acc, uint2 v, float w) {
+  acc[0] += w * __uint_as_float(v.x << 16);
+  acc[1] += w * __uint_as_float(v.x & 0xffff0000u);
+  acc[2] += w * __uint_as_float(v.y << 16);
+  acc[3] += w * __uint_as_float(v.y & 0xffff0000u);
+}
 __device__ __forceinline__ uint4 pack8(const float* acc) {
   uint4 v;
   v.x = (u32)bf16(acc[0]) | ((u32)bf16(acc[1]) << 16);
@@ -743,13 +751,12 @@ __device__ __forceinline__ void batchCount(const int* sRoute, int nb, int K, int
 }
 
 // llRoute returns source s's route words in this rank's window (plan.go:
-// llRoute), 8 bytes each: T, then the llReady value to wait for (llNeed),
-// then [T][K] expert ids from word llEntry on, then its pairs per expert
-// ([E], from word llPairs on).
+// llRoute), 8 bytes each: T, then [MaxLLTokens][K] entry words from word
+// llEntry on, then its pairs per expert ([E], from word llPairs on).
 __device__ __forceinline__ const u64* llRoute(const Args& a, int s) {
   return reinterpret_cast<const u64*>(local(a) + a.offLLRoute + (u64)s * a.routeB);
 }
-enum { llT = 0, llNeed = 1, llEntry = 2 };
+enum { llT = 0, llEntry = 1 };
 __device__ __forceinline__ u64 llPairs(const Args& a) { return llEntry + a.maxLL * a.topk; }
 
 // Route words carry their round: the routing block writes each value with
@@ -771,21 +778,41 @@ __device__ __forceinline__ u32 llEntryWord(int e, int slot) { return (u32)(e + 1
 __device__ __forceinline__ int llEntryExpert(u32 v) { return (int)(v & 0x1fff) - 1; }
 __device__ __forceinline__ int llEntrySlot(u32 v) { return (int)(v >> 13) - 1; }
 
+// llPutRelease is llPut as a release at system scope: a reader that
+// acquires the word sees every write the block barrier ordered before it
+// (the dispatch's rows put ahead of their entry words).
+__device__ __forceinline__ void llPutRelease(u64* p, u32 v, u64 round) {
+  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"((u64)v | round << 32) : "memory");
+}
+
 // llWord waits until route word p carries round's flag and returns its
 // value; if the host aborts first, it records ErrAborted and returns dflt.
-__device__ u32 llWord(const Args& a, const Gin& gin, const u64* p, u64 round, u32 dflt) {
+// It polls relaxed and sleeps ~64 ns between polls after the first 8:
+// receivers poll while rows still land in their memory over NVLink, and
+// back-to-back polls slow those writes (gin__funcs.cuh: waitWord). With
+// Acquire, one acquire load once the flag is there (pairs with
+// llPutRelease; coherence makes it see at least the polled value).
+template <bool Acquire>
+__device__ u32 llWordT(const Args& a, const Gin& gin, const u64* p, u64 round, u32 dflt) {
   u64 v;
   for (u32 i = 0;; i++) {
     asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-    if ((u32)(v >> 32) == (u32)round) return (u32)v;
-    if ((i & 255) == 255) {
-      if (gin.aborted()) {
-        fail(a, ErrAborted, 0);
-        return dflt;
-      }
-      __nanosleep(128);
+    if ((u32)(v >> 32) == (u32)round) {
+      if (Acquire) asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+      return (u32)v;
     }
+    if ((i & 255) == 255 && gin.aborted()) {
+      fail(a, ErrAborted, 0);
+      return dflt;
+    }
+    if (i >= 8) __nanosleep(64);
   }
+}
+__device__ __forceinline__ u32 llWord(const Args& a, const Gin& gin, const u64* p, u64 round, u32 dflt) {
+  return llWordT<false>(a, gin, p, round, dflt);
+}
+__device__ __forceinline__ u32 llWordAcquire(const Args& a, const Gin& gin, const u64* p, u64 round, u32 dflt) {
+  return llWordT<true>(a, gin, p, round, dflt);
 }
 
 // blockSignal: every thread of the block is done writing; thread r adds
@@ -839,56 +866,68 @@ __device__ __forceinline__ void pullRows(int nb, int V, const uint4* const* src,
 // grid G on every rank (New agrees on it). Dynamic shared memory: E u32
 // (per-expert counts of the slot computations).
 //
-// Sources stage, receivers pull, and the routing travels as route words
-// that carry the round, read as they land (no fence, no signal). The last
-// block (R, the routing block) writes this rank's T, the llReady value to
-// wait for (llNeed) and its pairs per expert into every rank's route
-// region; the others (the workers) each take a token range, compute its
-// pairs' slots (in token order at every expert: the slot of pair (t, k) is
-// the number of this rank's pairs before it with the same expert) for
-// CombineLL and write them as entry words to every rank, then stage the
-// rows (FP8 slots; bf16 rows copied into Input unless x is Input) and add
-// 1 to llReady[me] at every rank. stagedRounds counts the rounds this rank
-// staged rows in, this one included, so llNeed asks for nothing new when x
-// is Input (its rows were in place before the kernel began). R copies the
-// counts, and the workers pull: a token's row crosses NVLink once per
-// receiving rank (not once per expert: 4x fewer bytes at top-8 over 2
-// ranks) and is stored from registers into the slot of each local expert
-// it chose. Every worker takes the same token range of every source, so
-// the NVLink reads are spread over the grid, and R, busy routing first and
-// counting last, pulls nothing. Nobody puts while others poll, and a
-// source's rows and route words stay put until its next dispatch, which
-// comes after its combine, which waits for every rank's outputs, sent
-// after that rank's dispatch returned.
+// Sources publish, receivers pull, and the routing travels as route words
+// that carry the round, read as they land (no signal). The last block (R,
+// the routing block) writes this rank's T and its pairs per expert into
+// every rank's route region and then counts the rows each local expert
+// gets; the others (the workers) each take the same token range
+// [maxLL*b/W, maxLL*(b+1)/W) as source and as receiver. As a source, worker
+// b stages its tokens' rows where receivers read them (FP8 slots quantized
+// into llStage; bf16 rows copied into Input unless x is Input), computes
+// its pairs' slots (token order at every expert) for CombineLL and writes
+// them to every rank as entry words; tokens past T get entry words too (no
+// expert), so receivers need not know T first. Where it staged, an entry
+// word is a release (st.release.sys) after the barrier that follows the
+// staging, so a receiver that reads it (ld.acquire.sys) reads the row.
+// As a receiver, worker b reads the entry words of its range of every
+// source (this rank's own among them) and pulls each token routed here
+// once, through the LSA mapping, storing it from registers into the slot
+// of every local expert it chose: a row crosses NVLink once per receiving
+// rank, not once per expert (4x fewer bytes at top-8 over 2 ranks), and a
+// block's reads of every source are in flight at once. No block waits on a
+// signal, and each waits only for the blocks with the same range at the
+// other ranks, which start together.
+// Reuse: a source's rows and route words at a rank stay put until its
+// next dispatch, which comes after its combine; that combine waited for
+// the partial sum of every token a rank pulled, sent after that rank's
+// dispatch returned; and the route words wait for every block of every
+// rank's last combine (lastCombine below).
 extern "C" __global__ void __launch_bounds__(1024, 1)
     moe_ll_dispatch(const __grid_constant__ DevComm comm, const __grid_constant__ Args a, const char* __restrict__ x,
-                    u64 xStride, const int* __restrict__ idx, int T, u64 round, u64 stagedRounds) {
+                    u64 xStride, const int* __restrict__ idx, int T, u64 round) {
   const int n = (int)a.n, me = (int)a.rank, K = (int)a.topk, E = (int)a.experts, L = (int)a.local;
-  const int maxLL = (int)a.maxLL;
-  // R, the last block, routes; the W others (all of a 1-block grid)
-  // stage, compute this rank's slots and pull.
+  const int maxLL = (int)a.maxLL, lo = me * L;
+  // R, the last block, routes; the W others (all of a 1-block grid) stage,
+  // compute this rank's slots and pull.
   const int G = gridDim.x, R = G - 1, W = G > 1 ? G - 1 : 1;
   const int b = blockIdx.x;
   const bool worker = b < W;
   Gin gin(comm, 0);
   Team world = teamWorld(comm);
   char* lb = local(a);
-  extern __shared__ u32 hist[];          // [E]
-  __shared__ int sRoute[32 * maxTopK];   // a batch's routing
-  const bool staged = a.fp8 || x != lb + a.offInput;
-
-  // 1. The routing block R: T, the llReady value to wait for and the pairs
-  // per expert into every rank's route words for this source (receivers
-  // need no pass to count their rows).
-  __shared__ u64* sTo[maxRanks];  // this source's route words at every rank
+  extern __shared__ u32 hist[];         // [E]
+  __shared__ int sRoute[32 * maxTopK];  // a batch's routing
+  __shared__ u64* sTo[maxRanks];        // this source's route words at every rank
+  __shared__ u16 sLe[32][maxTopK];      // a chunk's local experts per token
+  __shared__ int sSlot[32][maxTopK];    // and their slots
+  __shared__ int sN[32];                // local pairs per token
+  __shared__ const uint4* sSrc[32];     // where each token's row is
   if ((int)threadIdx.x < n)
     sTo[threadIdx.x] = reinterpret_cast<u64*>(peerAt(comm, a, world, threadIdx.x, a.offLLRoute + (u64)me * a.routeB));
+  // lastCombine: every block of the other ranks' last combine is done with
+  // the route words this source wrote there (llComb; this rank's own is
+  // done: stream order). Threads r < n wait, then the block syncs, before
+  // route words go to other ranks.
+  if ((int)threadIdx.x < n && (int)threadIdx.x != me && round > 1 &&
+      !gin.waitSignal(CoopThread{}, sigLLComb(a, threadIdx.x), (round - 1) * (u64)G))
+    fail(a, ErrAborted, sigLLComb(a, threadIdx.x));
+  __syncthreads();
+
+  // 1. The routing block R: T and the pairs per expert into every rank's
+  // route words for this source (receivers need no pass to count rows).
   if (b == R) {
     for (int i = threadIdx.x; i < E; i += blockDim.x) hist[i] = 0;
-    if ((int)threadIdx.x < n) {
-      llPut(sTo[threadIdx.x] + llT, (u32)T, round);
-      llPut(sTo[threadIdx.x] + llNeed, (u32)(stagedRounds * W), round);
-    }
+    if ((int)threadIdx.x < n) llPut(sTo[threadIdx.x] + llT, (u32)T, round);
     __syncthreads();
     for (int i = threadIdx.x; i < T * K; i += blockDim.x) {
       const int e = idx[i];
@@ -903,28 +942,42 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
       llPut(sTo[r] + llPairs(a) + e, hist[e], round);
     }
   }
-  // 2. This rank's own slots, for CombineLL, and its entry words at every
-  // rank (receivers read their pairs' slots from them): a token range per
-  // worker.
+
+  const int t0 = (int)((i64)maxLL * b / W), t1 = (int)((i64)maxLL * (b + 1) / W);
+  const u64 rowOff = a.fp8 ? a.offLLStage : a.offInput;  // a rank's rows, slotB bytes apart
   if (worker) {
-    const int t0 = (int)((i64)T * b / W), t1 = (int)((i64)T * (b + 1) / W);
-    slotPrefix(idx, t0, K, E, hist);
+    // 2. This rank's rows of the range, where receivers read them.
+    const int u0 = min(t0, T), u1 = min(t1, T);
+    const bool staged = a.fp8 || x != lb + a.offInput;
+    if (a.fp8)
+      for (int t = u0; t < u1; t++)
+        quantize(a, reinterpret_cast<const u16*>(x + (u64)t * xStride),
+                 reinterpret_cast<u8*>(lb + a.offLLStage + (u64)t * a.slotB));
+    else if (staged)
+      for (int t = u0; t < u1; t++) blockCopy(lb + a.offInput + (u64)t * a.rs, x + (u64)t * xStride, a.hidden * 2);
+
+    // 3. The range's slots, for CombineLL and as entry words at every rank
+    // (slotPrefix's barrier orders the staging before the releases).
+    slotPrefix(idx, u0, K, E, hist);
     for (int c0 = t0; c0 < t1; c0 += 32) {
       const int nb = min(32, t1 - c0);
-      for (int i = threadIdx.x; i < nb * K; i += blockDim.x) sRoute[i] = idx[c0 * K + i];
+      for (int i = threadIdx.x; i < nb * K; i += blockDim.x) sRoute[i] = c0 + i / K < T ? idx[c0 * K + i] : -1;
       __syncthreads();
-      if (warp() < nb) {
+      if (warp() < nb && lane() < K) {
         int rel;
         int slot = batchSlots(sRoute, warp(), K, E, hist, &rel);
         if (slot >= maxLL) {
           fail(a, ErrSlotOverflow, (u32)rel);
           slot = -1;
         }
-        if (lane() < K) {
-          const int q = (c0 + warp()) * K + lane();
-          a.llSlotOf[q] = slot;
-          for (int r = 0; r < n; r++) llPut(sTo[r] + llEntry + q, llEntryWord(rel, slot), round);
-        }
+        const int q = (c0 + warp()) * K + lane();
+        if (c0 + warp() < T) a.llSlotOf[q] = slot;
+        const u32 v = llEntryWord(rel, slot);
+        for (int r = 0; r < n; r++)
+          if (staged && r != me)
+            llPutRelease(sTo[r] + llEntry + q, v, round);
+          else
+            llPut(sTo[r] + llEntry + q, v, round);
       }
       __syncthreads();
       batchCount(sRoute, nb, K, E, hist);
@@ -932,69 +985,37 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
     }
   }
 
-  // 3. Stage the rows the receivers pull (workers: FP8 slots, or bf16 rows
-  // into Input); each worker then adds 1 to llReady.
-  if (staged && worker) {
-    if (a.fp8)
-      for (int t = b; t < T; t += W)
-        quantize(a, reinterpret_cast<const u16*>(x + (u64)t * xStride),
-                 reinterpret_cast<u8*>(lb + a.offLLStage + (u64)t * a.slotB));
-    else
-      for (int t = b; t < T; t += W)
-        blockCopy(lb + a.offInput + (u64)t * a.rs, x + (u64)t * xStride, a.hidden * 2);
-    blockSignal(a, gin, world, sigLLReady(a, me), 1);
-  }
-
-  // 4. Rows per (local expert, source), from the sources' pairs per
-  // expert; every worker that pulls reads the sources' T and waits until
-  // those that staged rows this round did (llNeed: a source signals
-  // llReady only then).
-  const int t0 = (int)((i64)maxLL * b / W), t1 = (int)((i64)maxLL * (b + 1) / W);
+  // 4. Rows per (local expert, source), from the sources' pairs per expert.
   if (b == R) {
     u32* cnt = reinterpret_cast<u32*>(lb + a.offLLCount);
     for (int le = threadIdx.x; le < L; le += blockDim.x) {
       u32 tot = 0;
       for (int s = 0; s < n; s++) {
-        const u32 c = min((u32)maxLL, llWord(a, gin, llRoute(a, s) + llPairs(a) + me * L + le, round, 0));
+        const u32 c = min((u32)maxLL, llWord(a, gin, llRoute(a, s) + llPairs(a) + lo + le, round, 0));
         cnt[le * n + s] = c;
         tot += c;
       }
       a.llTokPerExpert[le] = (int)tot;
     }
+    __syncthreads();
   }
-  if (!worker || t0 >= t1) return;
-  __shared__ int sT[maxRanks];
-  __shared__ u32 sNeed[maxRanks];
-  if ((int)threadIdx.x < n) {
-    sT[threadIdx.x] = (int)min((u32)maxLL, llWord(a, gin, llRoute(a, threadIdx.x) + llT, round, 0));
-    sNeed[threadIdx.x] = llWord(a, gin, llRoute(a, threadIdx.x) + llNeed, round, 0);
-  }
-  __syncthreads();
-  for (int s = 0; s < n; s++)
-    if (!gin.waitSignal(CoopBlock{}, sigLLReady(a, s), sNeed[s], 32)) {
-      if (threadIdx.x == 0) fail(a, ErrAborted, sigLLReady(a, s));
-      return;
-    }
+  if (!worker) return;
 
-  // 5. Pull. Worker b takes tokens [t0, t1) of every source, C of each at a
-  // time (a chunk: a warp per (source, token) reads the pairs' entry words,
-  // then the block copies each row once, 16 bytes a thread, into every
-  // local slot it goes to).
-  const int C = max(1, 32 / n), lo = me * L;
-  const int V = (int)(a.slotB / 16);  // 16-byte vectors of a row (a bf16 slot is rs bytes)
-  const u64 srcOff = a.fp8 ? a.offLLStage : a.offInput, srcStride = a.fp8 ? a.slotB : a.rs;
+  // 5. Pull: every source's tokens of the range, 32 (source, token) at a
+  // time, this rank's own first: a warp reads a token's entry words, then
+  // the block loads each row routed here once (every thread issues its
+  // loads, most of them NVLink reads, before its stores) and stores it into
+  // every local slot it goes to.
   u32* srcOf = reinterpret_cast<u32*>(lb + a.offLLSrc);
-  __shared__ u16 sLe[32][maxTopK];
-  __shared__ int sSlot[32][maxTopK];
-  __shared__ int sN[32];
-  __shared__ const uint4* sSrc[32];
-  for (int c0 = t0, c1 = min(t1, t0 + C); c0 < t1; c0 = c1, c1 = min(t1, c0 + C)) {
-    const int w = c1 - c0, nb = n * w;  // tokens of each source, pairs
+  const int V = (int)(a.slotB / 16);  // 16-byte vectors of a row (a bf16 slot is rs bytes)
+  const int w = t1 - t0, items = n * w;
+  for (int c0 = 0; c0 < items; c0 += 32) {
+    const int nb = min(32, items - c0);
     if (warp() < nb) {
-      const int s = warp() / w, t = c0 + warp() - s * w;
+      const int i = c0 + warp(), s = (me + i / w) % n, t = t0 + i % w;
       int le = -1, slot = -1;
-      if (t < sT[s] && lane() < K) {  // words past the source's T are not this round's
-        const u32 v = llWord(a, gin, llRoute(a, s) + llEntry + t * K + lane(), round, 0);
+      if (lane() < K) {
+        const u32 v = llWordAcquire(a, gin, llRoute(a, s) + llEntry + t * K + lane(), round, 0);
         const int e = llEntryExpert(v);
         if (e >= lo && e < lo + L) {
           le = e - lo;
@@ -1012,12 +1033,12 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
       }
       if (lane() == 0) {
         sN[warp()] = __popc(bits);
-        sSrc[warp()] = reinterpret_cast<const uint4*>(peerAt(comm, a, world, s, srcOff + (u64)t * srcStride));
+        sSrc[warp()] = reinterpret_cast<const uint4*>(peerAt(comm, a, world, s, rowOff + (u64)t * a.slotB));
       }
     }
     __syncthreads();
     pullRows(nb, V, sSrc, sN, [&](int j, int q) {
-      const int s = j / w;
+      const int s = (me + (c0 + j) / w) % n;
       return lb + a.offLLX + (((u64)sLe[j][q] * n + s) * maxLL + sSlot[j][q]) * a.slotB;
     });
     __syncthreads();  // the chunk's tables
@@ -1031,19 +1052,25 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
 // reads).
 //  1. This rank's weights, as 8-byte words that carry the round (llPut),
 //     into every rank's llW region for this source.
-//  2. For every source s and token t < T_s, the warps sum w * y over the
-//     pairs of t at this rank's experts (entry words of the dispatch give
-//     expert and slot, llW the weight), in k order in float32, and write
-//     the row to s's llPart region for this rank; then each block adds 1
-//     to llComb[me] at every rank (blockSignal: the barrier and the
-//     release order its writes first).
-//  3. Once llComb of every rank reached round * gridDim.x, out[t] =
-//     bf16(sum over the ranks holding pairs of t of partial[r][t]).
-// Reuse: an expert's rank writes a source's partials again in its next
+//  2. Work items are (token, slice of S, source), the source fastest, so
+//     every block writes to every rank. For each, a warp sums w * y over
+//     the pairs of the token at this rank's experts (entry words of the
+//     dispatch give expert and slot, llW the weight), in k order in
+//     float32, writes that slice of the partial row into the source's
+//     llPart region for this rank, and then a flag word for the slice
+//     into the source's llFlag region (a release after __syncwarp: a
+//     reader that acquires it sees the slice).
+//  3. out[t] = bf16(sum over the ranks holding pairs of t of
+//     partial[r][t]), slice by slice, each as soon as its flags are there:
+//     no grid-wide wait between the partial sums and the adds.
+//  4. Each block adds 1 to llComb[me] at every rank: the next dispatch
+//     waits for it before it writes into that rank's window again.
+// Reuse: a source's route words, rows and weights at an expert rank are
+// next written by its next dispatch and combine, which come after that
+// dispatch saw every block of this combine at that rank done (llComb); an
+// expert rank writes a source's partials and flags again in its next
 // combine, after its next dispatch, which waits for the source's next
-// route words, written after this combine; a source's next weights come
-// after its next dispatch, which waits for the expert rank's next route
-// words, written after that rank's combine read these.
+// entry words, written after this combine read its partials.
 extern "C" __global__ void __launch_bounds__(1024, 1)
     moe_ll_combine(const __grid_constant__ DevComm comm, const __grid_constant__ Args a, const float* __restrict__ wts,
                    int T, u64 round, u16* out) {
@@ -1067,58 +1094,77 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
     sT[threadIdx.x] = (int)min((u32)maxLL, llWord(a, gin, llRoute(a, threadIdx.x) + llT, round, 0));
   __syncthreads();
   const int gw = blockIdx.x * warps() + warp(), nw = gridDim.x * warps();
-  const bool vec = (H & 7) == 0;  // rows of whole 16-byte vectors (a.rs and prs are multiples of 16)
-  __shared__ ReduceSlots slots;
-  {
-    const int S = slicesPerToken(n * maxLL, H, nw);
-    for (int it = gw; it < n * maxLL * S; it += nw) {
-      const int s = it / (maxLL * S), t = (it - s * maxLL * S) / S, sl = it % S;
-      if (t >= sT[s]) continue;  // the warp's lanes agree
-      const u16* src = nullptr;
-      float w = 0.f;
-      if (lane() < K) {
-        const u32 v = llWord(a, gin, llRoute(a, s) + llEntry + t * K + lane(), round, 0);
-        const int e = llEntryExpert(v), slot = llEntrySlot(v);
-        if (e >= me * L && e < me * L + L && slot >= 0 && slot < maxLL) {
-          src = reinterpret_cast<const u16*>(lb + a.offLLY + (((u64)(e - me * L) * n + s) * maxLL + slot) * a.rs);
-          const u64* wp = reinterpret_cast<const u64*>(lb + a.offLLW) + ((u64)s * maxLL + t) * K + lane();
-          w = __uint_as_float(llWord(a, gin, wp, round, 0));
-        }
-        slots.src[warp()][lane()] = src;
-        slots.w[warp()][lane()] = w;
-      }
-      if (__ballot_sync(0xffffffffu, src != nullptr) == 0) continue;  // no pair of t here: s reads no partial
-      __syncwarp();
-      const u16* const* rs = slots.src[warp()];
-      const float* ws = slots.w[warp()];
-      float* dst = reinterpret_cast<float*>(peerAt(comm, a, world, s, a.offLLPart + ((u64)me * maxLL + t) * prs));
-      if (vec) {
-        const int nv = H >> 3, v0 = (int)((i64)nv * sl / S), v1 = (int)((i64)nv * (sl + 1) / S);
-        for (int v = v0 + lane(); v < v1; v += 32) {
-          float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-          for (int j = 0; j < K; j++)
-            if (rs[j] != nullptr) accumulate8(acc, reinterpret_cast<const uint4*>(rs[j])[v], ws[j]);
-          reinterpret_cast<float4*>(dst)[2 * v] = make_float4(acc[0], acc[1], acc[2], acc[3]);
-          reinterpret_cast<float4*>(dst)[2 * v + 1] = make_float4(acc[4], acc[5], acc[6], acc[7]);
-        }
-      } else {
-        const int c0 = (int)((i64)H * sl / S), c1 = (int)((i64)H * (sl + 1) / S);
-        for (int c = c0 + lane(); c < c1; c += 32) {
-          float acc = 0.f;
-          for (int j = 0; j < K; j++)
-            if (rs[j] != nullptr) acc += ws[j] * bf16f(rs[j][c]);
-          dst[c] = acc;
-        }
-      }
-      __syncwarp();  // slots free
+  // Slices are whole quads (4 columns) where rows allow: a lane then loads
+  // 8 bytes of each bf16 row and stores 16 contiguous bytes of float32, so
+  // a warp's stores cover whole lines across NVLink. Both phases slice
+  // alike (the flags are per slice).
+  const bool vec = (H & 3) == 0;
+  const int S = slicesPerToken(n * maxLL, H, nw), fs = (int)a.flagS;
+  auto cols = [&](int sl, int* c0, int* c1) {
+    if (vec) {
+      const int nq = H >> 2;
+      *c0 = 4 * (int)((i64)nq * sl / S), *c1 = 4 * (int)((i64)nq * (sl + 1) / S);
+    } else {
+      *c0 = (int)((i64)H * sl / S), *c1 = (int)((i64)H * (sl + 1) / S);
     }
+  };
+  __shared__ ReduceSlots slots;
+  for (int it = gw; it < n * maxLL * S; it += nw) {
+    const int s = it % n, t = it / (n * S), sl = (it / n) % S;
+    if (t >= sT[s]) continue;  // the warp's lanes agree
+    const u16* src = nullptr;
+    float w = 0.f;
+    if (lane() < K) {
+      const u32 v = llWord(a, gin, llRoute(a, s) + llEntry + t * K + lane(), round, 0);
+      const int e = llEntryExpert(v), slot = llEntrySlot(v);
+      if (e >= me * L && e < me * L + L && slot >= 0 && slot < maxLL) {
+        src = reinterpret_cast<const u16*>(lb + a.offLLY + (((u64)(e - me * L) * n + s) * maxLL + slot) * a.rs);
+        const u64* wp = reinterpret_cast<const u64*>(lb + a.offLLW) + ((u64)s * maxLL + t) * K + lane();
+        w = __uint_as_float(llWord(a, gin, wp, round, 0));
+      }
+      slots.src[warp()][lane()] = src;
+      slots.w[warp()][lane()] = w;
+    }
+    if (__ballot_sync(0xffffffffu, src != nullptr) == 0) continue;  // no pair of t here: s reads no partial
+    __syncwarp();
+    const u16* const* rs = slots.src[warp()];
+    const float* ws = slots.w[warp()];
+    float* dst = reinterpret_cast<float*>(peerAt(comm, a, world, s, a.offLLPart + ((u64)me * maxLL + t) * prs));
+    int c0, c1;
+    cols(sl, &c0, &c1);
+    if (vec) {
+      const int q1 = c1 >> 2;
+      for (int q = (c0 >> 2) + lane(); q < q1; q += 64) {
+        const bool two = q + 32 < q1;
+        float acc0[4] = {0, 0, 0, 0}, acc1[4] = {0, 0, 0, 0};
+        for (int j = 0; j < K; j++) {
+          if (rs[j] == nullptr) continue;
+          const uint2* r2 = reinterpret_cast<const uint2*>(rs[j]);
+          const uint2 x0 = r2[q], x1 = two ? r2[q + 32] : make_uint2(0, 0);
+          accumulate4(acc0, x0, ws[j]);
+          if (two) accumulate4(acc1, x1, ws[j]);
+        }
+        reinterpret_cast<float4*>(dst)[q] = make_float4(acc0[0], acc0[1], acc0[2], acc0[3]);
+        if (two) reinterpret_cast<float4*>(dst)[q + 32] = make_float4(acc1[0], acc1[1], acc1[2], acc1[3]);
+      }
+    } else {
+      for (int c = c0 + lane(); c < c1; c += 32) {
+        float acc = 0.f;
+        for (int j = 0; j < K; j++)
+          if (rs[j] != nullptr) acc += ws[j] * bf16f(rs[j][c]);
+        dst[c] = acc;
+      }
+    }
+    __syncwarp();  // the slice's writes, and slots free
+    if (lane() == 0)
+      llPutRelease(reinterpret_cast<u64*>(peerAt(comm, a, world, s, a.offLLFlag + (((u64)me * maxLL + t) * fs + sl) * 8)), 0,
+                   round);
   }
-  blockSignal(a, gin, world, sigLLComb(a, me), 1);
 
-  // 3. This rank's tokens: add the partials of the ranks holding their pairs.
-  if (!waitAll(a, gin, [&](int s) { return sigLLComb(a, s); }, -1, round * gridDim.x)) return;
+  // 3. This rank's tokens, slice by slice: add the partials of the ranks
+  // holding their pairs once their flags are there.
   const u64* route = llRoute(a, me) + llEntry;  // the routing of the dispatch (its own route words)
-  const int S = slicesPerToken(T, H, nw);
+  const u64* flags = reinterpret_cast<const u64*>(lb + a.offLLFlag);
   for (int it = gw; it < T * S; it += nw) {
     const int t = it / S, sl = it % S;
     u32 m = 0;
@@ -1128,22 +1174,23 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
     }
 #pragma unroll
     for (int d = 16; d > 0; d >>= 1) m |= __shfl_xor_sync(0xffffffffu, m, d);
+    if (lane() < n && (m >> lane() & 1)) (void)llWordAcquire(a, gin, flags + ((u64)lane() * maxLL + t) * fs + sl, round, 0);
+    __syncwarp();
     u16* o = out + (u64)t * H;
-    if (vec && ((u64)o & 15) == 0) {
-      const int nv = H >> 3, v0 = (int)((i64)nv * sl / S), v1 = (int)((i64)nv * (sl + 1) / S);
-      for (int v = v0 + lane(); v < v1; v += 32) {
-        float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int c0, c1;
+    cols(sl, &c0, &c1);
+    if (vec && ((u64)o & 7) == 0) {
+      for (int q = (c0 >> 2) + lane(); q < (c1 >> 2); q += 32) {
+        float acc[4] = {0, 0, 0, 0};
         for (int r = 0; r < n; r++) {
           if (!(m >> r & 1)) continue;
-          const float4* p = reinterpret_cast<const float4*>(lb + a.offLLPart + ((u64)r * maxLL + t) * prs);
-          const float4 x0 = p[2 * v], x1 = p[2 * v + 1];
-          acc[0] += x0.x, acc[1] += x0.y, acc[2] += x0.z, acc[3] += x0.w;
-          acc[4] += x1.x, acc[5] += x1.y, acc[6] += x1.z, acc[7] += x1.w;
+          const float4 x = reinterpret_cast<const float4*>(lb + a.offLLPart + ((u64)r * maxLL + t) * prs)[q];
+          acc[0] += x.x, acc[1] += x.y, acc[2] += x.z, acc[3] += x.w;
         }
-        reinterpret_cast<uint4*>(o)[v] = pack8(acc);
+        reinterpret_cast<uint2*>(o)[q] = make_uint2((u32)bf16(acc[0]) | ((u32)bf16(acc[1]) << 16),
+                                                    (u32)bf16(acc[2]) | ((u32)bf16(acc[3]) << 16));
       }
     } else {
-      const int c0 = (int)((i64)H * sl / S), c1 = (int)((i64)H * (sl + 1) / S);
       for (int c = c0 + lane(); c < c1; c += 32) {
         float acc = 0.f;
         for (int r = 0; r < n; r++)
@@ -1152,6 +1199,9 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
       }
     }
   }
+
+  // 4. This block is done with every source's words and rows here.
+  blockSignal(a, gin, world, sigLLComb(a, me), 1);
 }
 
 // ---- stand-in experts (tests, examples): expert e multiplies by f(e) ----

@@ -45,14 +45,15 @@ type RecvLL struct {
 // for CombineLL. Collective.
 //
 // One kernel, the sources staging and the receivers pulling: each rank
-// writes its routing and its pairs per expert into every rank's window as
-// words that carry the round (read as they land: no fence, no signal) and
 // stages its rows (FP8: quantized; bf16: Input as it is, or x copied into
-// it), signalling llReady at every rank when it staged any; each rank
-// reads every source's routing, waits for the sources that staged, and
-// pulls each token routed to it once (over NVLink, through the LSA
+// it) and writes its routing and its pairs per expert into every rank's
+// window as words that carry the round (read as they land: no signal;
+// each routing word a release where rows were staged, so it also tells
+// that the token's row is there); each rank reads every source's routing
+// and pulls each token routed to it once (over NVLink, through the LSA
 // mapping), storing it into the slot of every local expert the token
-// chose. Slots are in token order
+// chose. A block of a rank waits only for the blocks of the other ranks
+// that handle the same tokens. Slots are in token order
 // (RecvLL.Src ascends within an expert and source); the source computes
 // the same slots for CombineLL from its routing, without a reply. The
 // kernel returns when this rank's slots are filled.
@@ -74,11 +75,8 @@ func (h *Handle) DispatchLL(x, topkIdx cuda.DevicePtr, numTokens int) (*RecvLL, 
 	}
 	h.llRound++
 	src, stride := h.source(x)
-	if h.p.fp8 || src != h.Input() {
-		h.llStaged++
-	}
 	if err := h.launch(kLLDispatch, h.blocks, h.p.llDispShared(), h.g.DevComm(), h.args, src, stride, topkIdx,
-		int32(numTokens), h.llRound, h.llStaged); err != nil {
+		int32(numTokens), h.llRound); err != nil {
 		return nil, err
 	}
 	h.llTok = numTokens
@@ -101,8 +99,11 @@ func (h *Handle) DispatchLL(x, topkIdx cuda.DevicePtr, numTokens int) (*RecvLL, 
 // reduce: each rank sends its weights to every rank, sums each source
 // token's rows over its own experts in float32 and writes that partial row
 // into the source's window (one row per token and rank crosses NVLink, not
-// one per pair), and signals llComb[me] everywhere; each source then adds
-// the partials of its tokens and rounds once. Collective.
+// one per pair), slice by slice, each followed by a flag word; each source
+// adds a slice's partials as soon as their flags are there (no wait for
+// the whole grid) and rounds once. Its blocks then signal llComb[me]
+// everywhere, which the next DispatchLL waits for before it rewrites
+// routing at the other ranks. Collective.
 func (h *Handle) CombineLL(topkWeights, out cuda.DevicePtr) error {
 	const name = "low-latency combine"
 	if err := h.begin(name, dispatchedLL); err != nil {

@@ -19,9 +19,9 @@ import (
 //	            metaStage [n][MaxTokens][ew]  routing entries, staged per destination
 //	            recvMeta [n*MaxTokens][ew]  routing entries of received rows
 //	            recvX    [n*MaxTokens][rs]  received rows (expert outputs in place)
-//	  low lat.: llStage  [MaxLLTokens][slotB] FP8 slots staged (FP8 only)
-//	            llRoute  [n][routeB]         per source, 8-byte route words (value, round): T, the llReady
-//	                                          value to wait for, [MaxLLTokens][K] expert ids,
+//	  low lat.: llStage  [MaxLLTokens][slotB] FP8 slots quantized, read by the receivers (FP8 only)
+//	            llRoute  [n][routeB]         per source, 8-byte route words (value, round): T,
+//	                                          [MaxLLTokens][K] entry words (expert and slot),
 //	                                          [E] pairs per expert (kernels.cu: llRoute)
 //	            llX      [L][n][MaxLLTokens][slotB] received slots
 //	            llSrc    [L][n][MaxLLTokens] u32  t*K+k of each slot at its source
@@ -31,6 +31,9 @@ import (
 //	                                          words (float32 bits, round), as route words
 //	            llPart   [n][MaxLLTokens][prs] per expert rank, float32 partial sums of this
 //	                                          rank's tokens over that rank's experts
+//	            llFlag   [n][MaxLLTokens][flagS] u64  per expert rank, a word (round) per slice
+//	                                          of a partial sum once it is there (kernels.cu:
+//	                                          moe_ll_combine); flagS = max(1, Hidden/64)
 //
 // rs is Hidden*2 rounded up to 16 bytes; a count header is n int64 counts
 // (tokens this rank sends each rank, -1 for bad routing) then L int32
@@ -43,13 +46,13 @@ import (
 type plan struct {
 	n, me, h, k, e, l, maxT, maxLL int
 	rs, ew, hdrB, slotB, groups    int
-	routeB                         int
+	routeB, flagS                  int
 	fp8                            bool
 	sig0                           int
 
 	input, hdrStage, cnt, metaStage, recvMeta, recvX int
 	llStage, llX, llSrc, llCount, llY, llRoute       int
-	llW, llPart, prs                                 int
+	llW, llPart, prs, llFlag                         int
 	size                                             int
 
 	masks, pos, tokPerExpert, tokPerRank, finish int
@@ -74,7 +77,8 @@ func newPlan(cfg Config, n, me int) (plan, error) {
 	p.hdrB = align(8*n+4*p.l, 16)
 	p.groups = (p.h + 127) / 128
 	p.slotB = p.rs
-	p.routeB = align(8*(2+p.maxLL*p.k+p.e), 16)
+	p.routeB = align(8*(1+p.maxLL*p.k+p.e), 16)
+	p.flagS = max(1, p.h/64)
 	if p.fp8 {
 		p.slotB = align(align(p.h, 16)+4*p.groups, 16)
 	}
@@ -107,6 +111,7 @@ func newPlan(cfg Config, n, me int) (plan, error) {
 		p.prs = align(4*p.h, 16)
 		p.llW = region(n * p.maxLL * p.k * 8)
 		p.llPart = region(n * p.maxLL * p.prs)
+		p.llFlag = region(n * p.maxLL * p.flagS * 8)
 	}
 	p.size = at
 	if p.size > maxWindow {
@@ -126,23 +131,21 @@ func newPlan(cfg Config, n, me int) (plan, error) {
 	return p, nil
 }
 
-// Signals, from sig0: cnt[n] data[n] comb[n] llReady[n] llComb[n], one
-// each per source rank. Values: the count, data and combine (outputs
-// ready) signals of source s reach the number of normal rounds begun;
-// llReady[s] the grid's workers times the low-latency rounds in which s
-// staged rows (kernels.cu: llNeed), llComb[s] the grid's blocks times the
+// Signals, from sig0: cnt[n] data[n] comb[n] llComb[n], one each per
+// source rank. Values: the count, data and combine (outputs ready) signals
+// of source s reach the number of normal rounds begun; llComb[s] the
+// grid's blocks times the
 // low-latency rounds (each block of s adds 1 at every rank once its partial
 // sums are there).
-func (p *plan) sigCnt(s int) int     { return p.sig0 + s }
-func (p *plan) sigData(s int) int    { return p.sig0 + p.n + s }
-func (p *plan) sigComb(s int) int    { return p.sig0 + 2*p.n + s }
-func (p *plan) sigLLReady(s int) int { return p.sig0 + 3*p.n + s }
-func (p *plan) sigLLComb(s int) int  { return p.sig0 + 4*p.n + s }
-func (p *plan) signals() int         { return 5 * p.n }
+func (p *plan) sigCnt(s int) int    { return p.sig0 + s }
+func (p *plan) sigData(s int) int   { return p.sig0 + p.n + s }
+func (p *plan) sigComb(s int) int   { return p.sig0 + 2*p.n + s }
+func (p *plan) sigLLComb(s int) int { return p.sig0 + 3*p.n + s }
+func (p *plan) signals() int        { return 4 * p.n }
 
 // argWords is the size of Args in 8-byte words (kernels.cu: struct Args;
 // NVRTC gets it as -DMOE_ARGS_WORDS and static_asserts it).
-const argWords = 40
+const argWords = 42
 
 // Args is a Handle as kernels take it: struct moe::Args of kernels.cu,
 // passed by value.
@@ -165,10 +168,10 @@ func (p *plan) args(win, state cuda.DevicePtr) Args {
 		uint64(win),
 		uint64(p.me), uint64(p.n), uint64(p.h), uint64(p.k), uint64(p.e), uint64(p.l), uint64(p.maxT), uint64(p.maxLL),
 		uint64(p.rs), uint64(p.ew), uint64(p.hdrB), uint64(p.sig0), b2u(p.fp8), uint64(p.slotB), uint64(p.groups),
-		uint64(p.routeB),
+		uint64(p.routeB), uint64(p.flagS),
 		uint64(p.input), uint64(p.hdrStage), uint64(p.cnt), uint64(p.metaStage), uint64(p.recvMeta), uint64(p.recvX),
 		uint64(p.llStage), uint64(p.llX), uint64(p.llSrc), uint64(p.llCount), uint64(p.llY), uint64(p.llRoute),
-		uint64(p.llW), uint64(p.llPart),
+		uint64(p.llW), uint64(p.llPart), uint64(p.llFlag),
 		st(p.masks), st(p.pos), st(p.tokPerExpert), st(p.tokPerRank), st(p.finish),
 		st(p.llSlotOf),
 		st(p.errWord), st(p.recvTokPerExpert), st(p.llTokPerExpert),

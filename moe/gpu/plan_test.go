@@ -59,7 +59,8 @@ func TestPlanRegions(t *testing.T) {
 			}
 			if ll > 0 {
 				win = append(win, reg{p.llX, p.l * n * ll * p.slotB}, reg{p.llSrc, p.l * n * ll * 4}, reg{p.llCount, p.l * n * 4},
-					reg{p.llRoute, n * 8 * (2 + ll*p.k + p.e)}, reg{p.llW, n * ll * p.k * 8}, reg{p.llPart, n * ll * p.prs})
+					reg{p.llRoute, n * 8 * (1 + ll*p.k + p.e)}, reg{p.llW, n * ll * p.k * 8}, reg{p.llPart, n * ll * p.prs},
+					reg{p.llFlag, n * ll * p.flagS * 8})
 				require.Equal(t, 0, p.prs%16)
 				require.GreaterOrEqual(t, p.prs, 4*p.h)
 				if cfg.FP8 {
@@ -76,7 +77,7 @@ func TestPlanRegions(t *testing.T) {
 			// Signals: distinct, Signals() of them from sig0.
 			seen := map[int]bool{}
 			for s := range n {
-				for _, v := range []int{p.sigCnt(s), p.sigData(s), p.sigComb(s), p.sigLLReady(s), p.sigLLComb(s)} {
+				for _, v := range []int{p.sigCnt(s), p.sigData(s), p.sigComb(s), p.sigLLComb(s)} {
 					require.False(t, seen[v])
 					seen[v] = true
 				}
@@ -96,12 +97,14 @@ func TestPlanArgs(t *testing.T) {
 	assert.Equal(t, []uint64{1, 2, 100, 4, 8, 4, 16, 4}, []uint64{w(1), w(2), w(3), w(4), w(5), w(6), w(7), w(8)})
 	assert.Equal(t, uint64(p.rs), w(9))
 	assert.Equal(t, uint64(p.routeB), w(16))
+	assert.Equal(t, uint64(p.flagS), w(17))
 	assert.Equal(t, uint64(3), w(12))       // sigBase
 	assert.Equal(t, uint64(1), w(13))       // fp8
-	assert.Equal(t, uint64(p.recvX), w(22)) // last normal region
-	assert.Equal(t, uint64(p.llRoute), w(28))
-	assert.Equal(t, uint64(p.llPart), w(30))                          // last low-latency region
-	assert.Equal(t, uint64(0x200000+p.masks), w(31))                  // first state pointer
+	assert.Equal(t, uint64(p.recvX), w(23)) // last normal region
+	assert.Equal(t, uint64(p.llRoute), w(29))
+	assert.Equal(t, uint64(p.llPart), w(31))
+	assert.Equal(t, uint64(p.llFlag), w(32))                          // last low-latency region
+	assert.Equal(t, uint64(0x200000+p.masks), w(33))                  // first state pointer
 	assert.Equal(t, uint64(0x200000+p.llTokPerExpert), w(argWords-1)) // last
 }
 
