@@ -79,7 +79,7 @@ func TestLayoutTwin(t *testing.T) {
 }
 
 // TestRollingTwin compares the device's rolling comparison with the Go
-// model (gin's rollingLE) across wraparound cases.
+// model (gin.RollingLE) across wraparound cases.
 func TestRollingTwin(t *testing.T) {
 	type c struct {
 		a, b uint64

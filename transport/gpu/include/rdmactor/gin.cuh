@@ -1,6 +1,6 @@
 // gin.cuh: rdmactor's device-side one-sided API, what a CUDA kernel calls
 // to put, signal and wait across ranks. It mirrors ncclGin
-// (nccl_device/gin.h, NCCL 2.28-2.30; seed 001) and keeps its semantics;
+// (nccl_device/gin.h, NCCL 2.28-2.30) and keeps its semantics;
 // the Go side of the same objects is package transport/gpu.
 //
 // This file is the readable contract: types, prototypes, what each call
@@ -26,7 +26,8 @@
 //    system-scope release add on the peer's signal; waits are acquire loads.
 //  - Proxy: the kernel reserves slots of a pinned, device-mapped SQ ring
 //    with atomicAdd, writes 64-byte WQE descriptors, publishes them in
-//    order and rings the doorbell by storing the producer index (seed 003).
+//    order and rings the doorbell by storing the producer index (as
+//    NVSHMEM's IBGDA transport does with a NIC's send queue).
 //    A CPU proxy of the owning rank drains the ring and posts each WQE on
 //    the CPU provider (shm, ofi); it ticks counters on completion, and
 //    remote signals are the target rank's gin signals: they land in gin's

@@ -72,10 +72,10 @@ constexpr u32 waitSleepNs = 128;
 // It polls with relaxed loads and takes one acquire load once the value is
 // there (the acquire pairs with the signaller's release; coherence makes it
 // see at least the polled value). After waitFastPolls polls it sleeps
-// between polls: on 2 x H200, 132 blocks polling back to back while other
-// blocks put over NVLink cut those puts' rate by 2-3x (moe/gpu: a normal
-// dispatch of 4096 tokens took 630 us instead of 206 us); the sleep costs a
-// wait that was going to be long anyway at most a poll interval.
+// between polls: blocks polling back to back slow the NVLink puts of other
+// blocks (moe/gpu's normal dispatch, scripts/moe_gpu_device.sh, shows it);
+// the sleep costs a wait that was going to be long anyway at most a poll
+// interval.
 // A deadline (noDeadline: none) ends it with WaitResult::Timeout.
 __device__ __forceinline__ WaitResult waitWord(const DevComm& c, const u64* w, u64 least, u64 m, u64 deadline) {
   least &= m;

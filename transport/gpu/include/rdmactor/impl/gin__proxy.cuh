@@ -1,6 +1,7 @@
 // impl/gin__proxy.cuh: the proxy path. The kernel builds WQE descriptors in
 // a pinned, device-mapped SQ ring of its context and a CPU proxy posts them
-// on the CPU provider (seed 003, from DeepEP/NVSHMEM IBGDA):
+// on the CPU provider, as NVSHMEM's IBGDA transport (used by DeepEP) rings a
+// NIC's send queue from a kernel:
 //
 //   1. reserve: base = atomicAdd(&reserved, n)          (device memory)
 //   2. room:    wait until base + n - consumed <= depth  (consumed: host)
@@ -48,7 +49,7 @@ __device__ __forceinline__ unsigned laneId() {
 
 // proxyPost reserves, writes and publishes e on the ring of g's context.
 // Lanes of a warp that post to the same ring at the same time are
-// aggregated (as the warp-level puts of seed 003): the lowest lane
+// aggregated (as NVSHMEM IBGDA's warp-level puts): the lowest lane
 // reserves n slots with one atomicAdd and publishes all n with one
 // doorbell store, so the system-scope release (a fence over PCIe) is paid
 // once per batch, not per WQE; each lane writes its own entry. Returns
