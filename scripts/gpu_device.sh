@@ -21,7 +21,7 @@
 #      path (2 GPUs), and both on the proxy path (2 processes on one GPU);
 #   4. the benchmarks (2 GPUs), with their anchors measured in the same
 #      process (cuMemcpyPeerAsync, a raw peer-store kernel), and the NCCL
-#      anchor (transport/gpu/bench/nccl_anchor.py, PyTorch) on each COUNT;
+#      anchor (bench/nccl/nccl_anchor.py, PyTorch) on each COUNT;
 #   5. a summary: every step's status, then one table per COUNT with
 #      rdmactor's figures and NCCL's side by side, then the benchmarks.
 # NVLink multicast stays off (NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
@@ -93,7 +93,7 @@ fi
 
 if has anchor; then
   for n in $counts; do
-    fits "$n" && step "nccl-anchor-${n}gpu" 180 python3 transport/gpu/bench/nccl_anchor.py --world "$n"
+    fits "$n" && step "nccl-anchor-${n}gpu" 180 python3 bench/nccl/nccl_anchor.py --world "$n"
   done
 fi
 

@@ -106,7 +106,7 @@ if has anchor; then
       done
     fi
     shapes=$(echo "$shapes" | tr ',' '\n' | awk '!seen[$0]++' | paste -sd, -)
-    step "anchor-${n}gpu" 150 python3 transport/gpu/bench/moe_nccl_anchor.py --world "$n" --shapes "$shapes" --iters 50
+    step "anchor-${n}gpu" 150 python3 bench/nccl/moe_nccl_anchor.py --world "$n" --shapes "$shapes" --iters 50
   done
 fi
 

@@ -16,7 +16,7 @@
 //
 // or with ranks as goroutines of one process: moe_gpu -local 2 (GPU r%count
 // for rank r). The NCCL anchor (PyTorch all_to_all_single of the same
-// bytes) is transport/gpu/bench/moe_nccl_anchor.py; scripts/moe_gpu_device.sh
+// bytes) is bench/nccl/moe_nccl_anchor.py; scripts/moe_gpu_device.sh
 // runs both and prints them side by side.
 //
 // Flags of examples/moe that have no GPU meaning (-transport, -contexts,
@@ -123,7 +123,7 @@ func parseFlags() options {
 		flag.StringVar(&o.ignored, name, "", "ignored on GPUs (examples/moe)")
 	}
 	for _, name := range []string{"per-row", "baseline"} {
-		flag.BoolVar(&o.ignoredB, name, false, "ignored on GPUs (examples/moe; the GPU baseline is NCCL: transport/gpu/bench/moe_nccl_anchor.py)")
+		flag.BoolVar(&o.ignoredB, name, false, "ignored on GPUs (examples/moe; the GPU baseline is NCCL: bench/nccl/moe_nccl_anchor.py)")
 	}
 	var ignoredI int
 	flag.IntVar(&ignoredI, "contexts", 1, "ignored on GPUs (examples/moe)")
