@@ -29,9 +29,10 @@ import (
 //     GOMAXPROCS): Gosched, since sched_yield does not reschedule
 //     goroutines.
 type Pacing struct {
-	// OSYield makes a wait poll the signal (gin.Context.ReadSignal) and,
-	// after Spins polls, call sched_yield(2) between polls (nothing
-	// where the system lacks it).
+	// OSYield makes a wait poll the signal (gin.Context.ReadSignal),
+	// driving the provider between polls (gin.Comm.Progress), and, after
+	// Spins polls, call sched_yield(2) between polls (nothing where the
+	// system lacks it).
 	OSYield bool
 	// Gosched makes a wait poll and, after Spins polls, call
 	// runtime.Gosched between polls (before sched_yield, with OSYield).
@@ -58,6 +59,15 @@ func (p Pacing) Wait(ctx context.Context, x *gin.Context, s gin.Signal, least ui
 		}
 		if gin.RollingLE(least, v, m) {
 			return v, nil
+		}
+		// Drive the provider between reads (gin.Comm.Progress; nothing on
+		// shm): on ofi a signal from another host lands only when someone
+		// reads the CQ, and a rank that only yields leaves that to its
+		// progress goroutine, which naps or blocks while idle and must
+		// then win a core from the yielding ranks (scripts/twohosts.sh
+		// collectives times the barrier across hosts).
+		if x.Comm().Progress() > 0 {
+			continue
 		}
 		if !pace.Idle() {
 			continue
