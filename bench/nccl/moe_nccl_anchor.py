@@ -21,27 +21,21 @@ Usage: moe_nccl_anchor.py [--world N] [--shapes 4096x7168,128x7168,...] [--iters
 import argparse
 import json
 import os
-import socket
 import statistics
 import sys
 
-for k, v in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"), ("NVSHMEM_DISABLE_NVLS", "1")):
-    os.environ[k] = v
+from anchor_env import free_port, no_multicast
+
+no_multicast()
 
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def worker(rank, world, port, shapes, iters):
-    for k, v in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"), ("NVSHMEM_DISABLE_NVLS", "1")):
-        os.environ[k] = v
+    no_multicast()
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
     torch.cuda.set_device(rank)

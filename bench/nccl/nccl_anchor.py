@@ -20,22 +20,17 @@ Usage: nccl_anchor.py [--world N]
 import argparse
 import json
 import os
-import socket
 import sys
 import time
 
-for k, v in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"), ("NVSHMEM_DISABLE_NVLS", "1")):
-    os.environ[k] = v
+from anchor_env import free_port, no_multicast
+
+no_multicast()
 
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def worker(rank, world, port, iters):
