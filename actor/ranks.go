@@ -3,41 +3,24 @@ package actor
 import (
 	"context"
 	"errors"
-	"fmt"
-	"sync"
+
+	"github.com/rdmactor/rdmactor/gin"
 )
 
-// RunRanks runs fn once per rank: with local > 0, on local Nodes that are
-// goroutines of this process (StartLocal), concurrently; otherwise on this
-// process's Node from the launcher's environment (Init). It returns the
-// ranks' errors joined, each naming its rank, or the start error. The
-// Nodes stay open: fn closes what it needs to.
+// RunRanks runs fn once per rank on that rank's Node, as gin.RunRanks
+// runs ranks: with local > 0, on goroutine ranks of this process,
+// concurrently; otherwise on this process's rank of the job the launcher
+// or a scheduler describes (as Init). Each Node is closed, then its Comm,
+// when its fn returns. It returns the ranks' errors joined, each naming
+// its rank, or the start error.
 func RunRanks(ctx context.Context, local int, cfg Config, fn func(context.Context, *Node) error) error {
-	if local <= 0 {
-		n, err := Init(ctx, cfg)
-		if err != nil {
-			return err
-		}
-		if err := fn(ctx, n); err != nil {
-			return fmt.Errorf("rank %d: %w", n.Rank(), err)
-		}
-		return nil
-	}
-	nodes, err := StartLocal(ctx, local, cfg)
-	if err != nil {
-		return err
-	}
-	errs := make([]error, len(nodes))
-	var wg sync.WaitGroup
-	for r, n := range nodes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := fn(ctx, n); err != nil {
-				errs[r] = fmt.Errorf("rank %d: %w", r, err)
+	return gin.RunRanks(ctx, local, func(size int) gin.Config { return ginConfig(cfg, size) },
+		func(ctx context.Context, c *gin.Comm) (err error) {
+			n, err := Start(ctx, c, cfg)
+			if err != nil {
+				return err
 			}
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+			defer func() { err = errors.Join(err, n.Close()) }()
+			return fn(ctx, n)
+		})
 }

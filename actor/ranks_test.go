@@ -16,8 +16,9 @@ func TestRunRanksLocal(t *testing.T) {
 	defer cancel()
 	boom := errors.New("boom")
 	var ran atomic.Int32
+	var nodes [2]*Node
 	err := RunRanks(ctx, 2, Config{}, func(ctx context.Context, n *Node) error {
-		defer n.Close()
+		nodes[n.Rank()] = n
 		ran.Add(1)
 		if n.Rank() == 1 {
 			return boom
@@ -28,4 +29,7 @@ func TestRunRanksLocal(t *testing.T) {
 	require.ErrorContains(t, err, "rank 1")
 	require.NotContains(t, err.Error(), "rank 0")
 	require.Equal(t, int32(2), ran.Load())
+	for _, n := range nodes {
+		require.True(t, n.closed.Load(), "rank %d's Node open after RunRanks", n.Rank())
+	}
 }

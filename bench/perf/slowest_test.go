@@ -52,7 +52,7 @@ func runSlowest(t *testing.T, rounds [][][]time.Duration, cols int) []slowest {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	out := make([]slowest, len(rounds))
-	err := perf.RunRanks(ctx, len(rounds), func(int) gin.Config { return gin.Config{} }, func(ctx context.Context, c *gin.Comm) error {
+	err := gin.RunRanks(ctx, len(rounds), func(int) gin.Config { return gin.Config{} }, func(ctx context.Context, c *gin.Comm) error {
 		m, err := perf.SlowestMedians(ctx, c, cols, rounds[c.Rank()])
 		out[c.Rank()] = slowest{m, err}
 		return nil

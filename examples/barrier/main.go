@@ -85,7 +85,7 @@ func main() {
 		collSig = dissSig + gin.Signal(barrier.DisseminationRequirement(n, 1))
 		return gin.Config{Signals: int(collSig) + collective.Requirement(n), Idle: gi}
 	}
-	err = perf.RunRanks(ctx, o.local, config, func(ctx context.Context, c *gin.Comm) error {
+	err = gin.RunRanks(ctx, o.local, config, func(ctx context.Context, c *gin.Comm) error {
 		return run(ctx, c, o, flatSig, dissSig, collSig)
 	})
 	stop()

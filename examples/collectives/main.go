@@ -93,7 +93,7 @@ func main() {
 		collSig = gin.Signal(barrier.Requirement(n, 1))
 		return gin.Config{Signals: int(collSig) + collective.Requirement(n), Idle: gi}
 	}
-	err = perf.RunRanks(ctx, o.local, config, func(ctx context.Context, c *gin.Comm) error {
+	err = gin.RunRanks(ctx, o.local, config, func(ctx context.Context, c *gin.Comm) error {
 		cfg := o.coll
 		cfg.Signal0 = collSig
 		return run(ctx, c, o, cfg)

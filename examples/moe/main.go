@@ -99,7 +99,7 @@ func main() {
 		return gin.Config{Transport: o.transport, Signals: int(collSig) + collective.Requirement(n), Idle: gi,
 			Contexts: max(o.contexts, 1)}
 	}
-	err = perf.RunRanks(ctx, o.local, config, func(ctx context.Context, g *gin.Comm) error {
+	err = gin.RunRanks(ctx, o.local, config, func(ctx context.Context, g *gin.Comm) error {
 		return run(ctx, g, o, pacing, collSig)
 	})
 	stop()

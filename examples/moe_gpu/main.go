@@ -84,7 +84,7 @@ func main() {
 		}
 		return gin.Config{Signals: barriers + need}
 	}
-	err := perf.RunRanks(ctx, o.local, config, func(ctx context.Context, gc *gin.Comm) error {
+	err := gin.RunRanks(ctx, o.local, config, func(ctx context.Context, gc *gin.Comm) error {
 		return run(ctx, gc, o)
 	})
 	if err != nil {

@@ -11,7 +11,6 @@ import (
 	"log"
 	"time"
 
-	"github.com/rdmactor/rdmactor/bench/perf"
 	"github.com/rdmactor/rdmactor/gin"
 	"github.com/rdmactor/rdmactor/transport/gpu"
 	"github.com/rdmactor/rdmactor/transport/gpu/cuda"
@@ -45,7 +44,7 @@ func Main(f *Flags, fn func(ctx context.Context, c *gin.Comm, g *gpu.Comm) error
 	}
 }
 
-// Run runs fn on every rank of the job f describes (perf.RunRanks), each
+// Run runs fn on every rank of the job f describes (gin.RunRanks), each
 // with a gpu.Comm on its GPU (DeviceConfig). It closes the gpu.Comm and
 // then the gin.Comm after fn, and returns the ranks' errors joined.
 func Run(f *Flags, fn func(ctx context.Context, c *gin.Comm, g *gpu.Comm) error) error {
@@ -56,7 +55,7 @@ func Run(f *Flags, fn func(ctx context.Context, c *gin.Comm, g *gpu.Comm) error)
 	ctx, cancel := context.WithTimeout(context.Background(), f.Timeout)
 	defer cancel()
 	noSignals := func(int) gin.Config { return gin.Config{} }
-	return perf.RunRanks(ctx, f.Local, noSignals, func(ctx context.Context, c *gin.Comm) (err error) {
+	return gin.RunRanks(ctx, f.Local, noSignals, func(ctx context.Context, c *gin.Comm) (err error) {
 		cfg, err := DeviceConfig(path, f.Device, f.Local > 0, c.Rank())
 		if err != nil {
 			return err
