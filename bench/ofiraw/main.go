@@ -1,7 +1,8 @@
 //go:build ofi && cgo && linux
 
-// Command bench measures rdmactor's ofi provider against raw libfabric on
-// the same fabric, as docs/ofi.md reports (scripts/bench_ofi.sh runs it):
+// Command ofiraw measures rdmactor's ofi provider against raw libfabric on
+// the same fabric, as docs/benchmarks.md reports (scripts/bench_ofi.sh
+// builds it as "bench" and runs it):
 //
 //	bench -mode raw -role server -addr 127.0.0.1:47700 -prov tcp &
 //	bench -mode raw -role client -addr 127.0.0.1:47700 -prov tcp
