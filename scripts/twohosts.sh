@@ -21,7 +21,8 @@
 # within a namespace and tcp over the veth between them; ROUNDS rounds
 # (default 3), interleaved, then a side-by-side table of the medians.
 # Environment: ROUNDS, REP_SECONDS, REPS (default 0.4, 5), SIZES (the
-# all-reduce's, bytes: MIN,MAX,FACTOR; default 8,1048576,16).
+# all-reduce's, bytes: MIN,MAX,FACTOR; default 8,1048576,16); RDMACTOR_*
+# settings pass to the ranks (RDMACTOR_OFI_WAIT=poll, say).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/netns.sh # veth_join
