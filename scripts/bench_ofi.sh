@@ -26,7 +26,10 @@
 # Usage: scripts/bench_ofi.sh [twohosts] [provider...]   (default: tcp sockets)
 # Environment: ROUNDS, REPS (runs per test in each process, default 5),
 # LAT_ITERS (round trips per latency run, default 10000), BW_SIZES
-# (bandwidth sizes in bytes, comma-separated, default 65536,1048576).
+# (bandwidth sizes in bytes, comma-separated, default 65536,1048576),
+# RAW_RUNS (the raw loops to run, LOOP:SREAD words, default "c:false
+# go:false c:true"), TRANSPORT (rdmactor's with twohosts: ofi, the
+# default, or auto).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/netns.sh # veth_join
@@ -110,6 +113,7 @@ for prov in "${@:-tcp sockets}"; do
     # sockets' fi_cq_sread does not progress sends: its bandwidth loop stalls
     # (and the ofi provider never blocks there, it naps: config.go, quirks).
     [ "$prov" = sockets ] || runs="$runs c:true"
+    runs=${RAW_RUNS:-$runs}
     for run in $runs; do
       loop=${run%:*} sread=${run#*:}
       port=$((port + 1))
@@ -134,7 +138,7 @@ for prov in "${@:-tcp sockets}"; do
         if [ "$k" = 1 ]; then side=cli iface=$ifb; fi
         "$side" env RDMACTOR_HOST_ID="host$k" RDMACTOR_JOB_SECRET="$secret" RDMACTOR_OFI_PROVIDER="$prov" \
           RDMACTOR_OFI_IFACE="$iface" "$tmp/rdmarun" -nnodes 2 -node-rank "$k" -master "$host:$port" -np 1 \
-          -transport ofi -timeout 10m "$tmp/bench" "${gargs[@]}" >"$tmp/gin.$k" 2>&1 &
+          -transport "${TRANSPORT:-ofi}" -timeout 10m "$tmp/bench" "${gargs[@]}" >"$tmp/gin.$k" 2>&1 &
         gpids[k]=$!
       done
       grc=0
