@@ -26,7 +26,8 @@
 # Usage: scripts/bench_ofi.sh [twohosts] [provider...]   (default: tcp sockets)
 # Environment: ROUNDS, REPS (runs per test in each process, default 5),
 # LAT_ITERS (round trips per latency run, default 10000), BW_SIZES
-# (bandwidth sizes in bytes, comma-separated, default 65536,1048576),
+# (bandwidth sizes in bytes, comma-separated, default 65536,1048576; with
+# twohosts 4096,65536,1048576,4194304),
 # RAW_RUNS (the raw loops to run, LOOP:SREAD words, default "c:false
 # go:false c:true"), TRANSPORT (rdmactor's with twohosts: ofi, the
 # default, or auto).
@@ -52,7 +53,9 @@ export RDMACTOR_OFI_WAIT=${RDMACTOR_OFI_WAIT:-poll}
 ROUNDS=${ROUNDS:-3}
 REPS=${REPS:-5}
 LAT_ITERS=${LAT_ITERS:-10000}
-BW_SIZES=${BW_SIZES:-65536,1048576}
+bw_default=65536,1048576
+[ -n "$twohosts" ] && bw_default=4096,65536,1048576,4194304
+BW_SIZES=${BW_SIZES:-$bw_default}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
