@@ -125,13 +125,21 @@ func run(ctx context.Context, c *gin.Comm, o options, flatSig, dissSig, collSig 
 		name string
 		s    barrier.Syncer
 	}{{"flat", flat}, {"dissemination", diss}}
+	checked := ""
 	for _, s := range sessions {
-		if err := check(ctx, c, s.s, o.checks); err != nil {
+		count := o.checks
+		switch {
+		case s.name == "flat" && !c.Capabilities().StrongSignals,
+			s.name == "dissemination" && c.LSA().NRanks < n:
+			count = 0 // the puts need not have landed: see check
+		}
+		if err := check(ctx, c, s.s, count); err != nil {
 			return fmt.Errorf("%s barrier: %w", s.name, err)
 		}
+		checked += fmt.Sprintf(", %d %s", count, s.name)
 	}
 	if me == 0 {
-		fmt.Printf("# %d ranks (%d cores), %s transport, idle %s, %s: %d barriers of each kind checked\n", n, runtime.NumCPU(), c.Transport(), o.idle, o.bound, o.checks)
+		fmt.Printf("# %d ranks (%d cores), %s transport, idle %s, %s: barriers checked%s\n", n, runtime.NumCPU(), c.Transport(), o.idle, o.bound, checked)
 	}
 	over := ""
 	if n > runtime.NumCPU() {
@@ -167,8 +175,10 @@ func run(ctx context.Context, c *gin.Comm, o options, flatSig, dissSig, collSig 
 // number into its slot of every other rank's window; after it, every slot
 // must hold at least that number (a rank that left early would find an
 // older one); a second barrier ends the round. For the flat barrier the
-// arrival signals imply the puts (strong signals); for the dissemination
-// barrier the check leans on shm, whose puts land before the call returns.
+// arrival signals imply the puts where signals are strong; the
+// dissemination barrier orders arrivals, not a third rank's puts, so its
+// check holds only where every rank shares this host (shm's puts land
+// before the call returns). The caller checks only what holds.
 func check(ctx context.Context, c *gin.Comm, s barrier.Syncer, count int) error {
 	n, me := c.Size(), c.Rank()
 	win, err := c.RegisterWindow(ctx, 8*n, 0)
