@@ -137,7 +137,7 @@ func TestTwoNodes(t *testing.T) {
 				}
 			case "barrier":
 				if !strings.Contains(nodes[0].out.String(), "[0] # 4 ranks") ||
-					!strings.Contains(nodes[0].out.String(), "200 barriers of each kind checked") {
+					!strings.Contains(nodes[0].out.String(), "barriers checked: 200 flat, 200 dissemination") {
 					t.Errorf("node 0: no report of 4 ranks' checked barriers:\n%s", nodes[0].out.String())
 				}
 			}

@@ -25,6 +25,7 @@ import (
 	"log"
 	"os"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/rdmactor/rdmactor/barrier"
@@ -125,7 +126,7 @@ func run(ctx context.Context, c *gin.Comm, o options, flatSig, dissSig, collSig 
 		name string
 		s    barrier.Syncer
 	}{{"flat", flat}, {"dissemination", diss}}
-	checked := ""
+	var checked []string
 	for _, s := range sessions {
 		count := o.checks
 		switch {
@@ -136,10 +137,10 @@ func run(ctx context.Context, c *gin.Comm, o options, flatSig, dissSig, collSig 
 		if err := check(ctx, c, s.s, count); err != nil {
 			return fmt.Errorf("%s barrier: %w", s.name, err)
 		}
-		checked += fmt.Sprintf(", %d %s", count, s.name)
+		checked = append(checked, fmt.Sprintf("%d %s", count, s.name))
 	}
 	if me == 0 {
-		fmt.Printf("# %d ranks (%d cores), %s transport, idle %s, %s: barriers checked%s\n", n, runtime.NumCPU(), c.Transport(), o.idle, o.bound, checked)
+		fmt.Printf("# %d ranks (%d cores), %s transport, idle %s, %s: barriers checked: %s\n", n, runtime.NumCPU(), c.Transport(), o.idle, o.bound, strings.Join(checked, ", "))
 	}
 	over := ""
 	if n > runtime.NumCPU() {

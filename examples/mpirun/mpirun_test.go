@@ -88,7 +88,7 @@ func TestExamplesUnderMpirun(t *testing.T) {
 			"rank 0/4: got 65536 bytes from rank 3 via shm, verified", "rank 1/4: got 65536 bytes from rank 0",
 			"rank 2/4: got 65536 bytes from rank 1", "rank 3/4: got 65536 bytes from rank 2"}},
 		{"barrier", []string{"barrier", "-checks", "200", "-reps", "1", "-rep-seconds", "0.02"}, []string{
-			"# 4 ranks", "200 barriers of each kind checked"}},
+			"# 4 ranks", "barriers checked: 200 flat, 200 dissemination"}},
 		{"actors", []string{"actors", "-repeat", "5"}, []string{"4 ranks × 2 workers", "matches a count by rank 0 alone"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
