@@ -115,12 +115,16 @@ func testWaitSignals(t *testing.T, f Factory) {
 	})
 
 	// No lost wake-ups: a ping-pong in which every wait blocks, each bounded
-	// by a deadline; a missed wake-up is a deadline error.
+	// by a deadline; a missed wake-up is a deadline error. The rounds get a
+	// budget of their own, 2 ms each: on a loaded host a blocking round
+	// trip takes over 1 ms, and 20000 would outlast Timeout.
 	t.Run("NoLostWakeups", func(t *testing.T) {
 		e := setup(t, f, 2, gin.Config{Signals: 2, Idle: blocking})
 		rounds := scale(20000, 2000)
+		ctx, cancel := context.WithTimeout(context.Background(), Timeout+time.Duration(rounds)*2*time.Millisecond)
+		defer cancel()
 		e.ranks(func(r int) error {
-			return pingPong(e.ctx, e.comms[r], e.x(r, 0), rounds)
+			return pingPong(ctx, e.comms[r], e.x(r, 0), rounds)
 		})
 	})
 }
@@ -140,6 +144,9 @@ func pingPong(ctx context.Context, c *gin.Comm, x *gin.Context, rounds int) erro
 		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		_, _, err := x.WaitSignals(wctx, []gin.SignalWait{{Signal: mine, Least: uint64(k)}, {Signal: theirs, Least: 1 << 62}}, 64)
 		cancel()
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+			return fmt.Errorf("round %d of %d: the test's budget ran out, not a wait's deadline: %w", k, rounds, err)
+		}
 		if errors.Is(err, context.DeadlineExceeded) {
 			return fmt.Errorf("round %d: wake-up lost (5 s deadline passed): %w", k, err)
 		}
