@@ -16,7 +16,7 @@ func TestRun(t *testing.T) {
 		stdout  string // sorted lines joined by "|", when not ""
 		inError string // substring of stderr, when not ""
 	}{
-		{"ok", []string{"-np", "2", "sh", "-c", `echo "$RDMACTOR_RANK $RDMACTOR_WORLD_SIZE $RDMACTOR_TRANSPORT"`}, 0, "[0] 0 2 |[1] 1 2", ""},
+		{"ok", []string{"-np", "2", "sh", "-c", `echo "$RDMACTOR_RANK $RDMACTOR_WORLD_SIZE $RDMACTOR_TRANSPORT"`}, 0, "[0] 0 2|[1] 1 2", ""},
 		{"transport", []string{"-np", "2", "-transport", "shm", "sh", "-c", `echo "$RDMACTOR_RANK $RDMACTOR_TRANSPORT"`}, 0, "[0] 0 shm|[1] 1 shm", ""},
 		{"prog flags", []string{"-np=1", "-transport=x", "sh", "-c", `echo $0 $1 $RDMACTOR_TRANSPORT`, "-np", "7"}, 0, "[0] -np 7 x", ""},
 		{"rank fails", []string{"-np", "3", "sh", "-c", `[ $RDMACTOR_RANK = 1 ] && exit 3; sleep 20`}, 3, "", "rank 1"},
@@ -42,7 +42,11 @@ func TestRun(t *testing.T) {
 				t.Errorf("exit code %d, want %d; stderr:\n%s", code, c.code, errOut.String())
 			}
 			if c.stdout != "" {
+				// Each line trimmed: which rank's line comes last varies.
 				l := strings.Split(strings.TrimSpace(out.String()), "\n")
+				for i := range l {
+					l[i] = strings.TrimSpace(l[i])
+				}
 				sort.Strings(l)
 				if got := strings.Join(l, "|"); got != c.stdout {
 					t.Errorf("stdout %q, want %q", got, c.stdout)
