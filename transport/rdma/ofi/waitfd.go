@@ -30,9 +30,16 @@ import (
 // more CPU than its waits (examples/pingpong's idle CPU figure shows it).
 // As fi_trywait(3) prescribes, a wait first asks the provider whether
 // anything is pending; a kick (fi_cq_signal) makes the fd readable.
+//
+// The fd is in the netpoller only while a wait blocks (a dup registered
+// for that wait, closed after it). The wait fd is an epoll set that holds
+// the provider's sockets and becomes readable whenever data arrives; left
+// registered, every arrival while the ranks poll would wake a thread
+// parked in the netpoller for nothing, and on few cores those wake-ups
+// take the core of a polling rank (a barrier across hosts pays several per
+// round: scripts/twohosts.sh collectives).
 type cqWaiter struct {
-	file *os.File // a dup of the CQ's wait fd, registered with the netpoller
-	rc   syscall.RawConn
+	fd int // libfabric's wait fd (owned by the CQ)
 }
 
 // openCQWaiter returns a waiter on cq's wait fd, or nil where the fd
@@ -47,25 +54,39 @@ func openCQWaiter(cq *C.struct_fid_cq) *cqWaiter {
 	if _, err := unix.EpollWait(int(fd), ev[:], 0); err != nil && err != unix.EINTR {
 		return nil
 	}
-	// A dup, so that closing the file leaves libfabric's fd open; it
-	// shares the fd's flags, and non-blocking mode changes nothing for an
-	// epoll fd (its waits carry their own timeout).
-	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	w := &cqWaiter{fd: int(fd)}
+	// A file the netpoller does not take has no deadlines: no waiter.
+	f, _, err := w.register()
 	if err != nil {
 		return nil
 	}
+	f.Close()
+	return w
+}
+
+// register returns a dup of the wait fd registered with the netpoller, so
+// that closing it leaves libfabric's fd open. The dup shares the fd's
+// flags, and non-blocking mode changes nothing for an epoll fd (its waits
+// carry their own timeout).
+func (w *cqWaiter) register() (*os.File, syscall.RawConn, error) {
+	dup, err := unix.FcntlInt(uintptr(w.fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, err
+	}
 	if err := unix.SetNonblock(dup, true); err != nil {
 		unix.Close(dup)
-		return nil
+		return nil, nil, err
 	}
 	f := os.NewFile(uintptr(dup), "ofi-cq-wait")
-	// A file the netpoller does not take has no deadlines: no waiter.
 	rc, err := f.SyscallConn()
-	if err != nil || f.SetReadDeadline(time.Time{}) != nil {
-		f.Close()
-		return nil
+	if err == nil {
+		err = f.SetReadDeadline(time.Time{})
 	}
-	return &cqWaiter{file: f, rc: rc}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, rc, nil
 }
 
 // tryWait reports whether the CQ may be waited on: nothing is pending
@@ -76,19 +97,27 @@ func (w *cqWaiter) tryWait(fab *C.struct_fid_fabric, cq *C.struct_fid_cq) bool {
 }
 
 // wait blocks until the fd is readable (a completion, a kick), for at most
-// d, or until close.
+// d.
 //
 // The netpoller is edge-triggered, and RawConn.Read forgets an edge that
 // came before it (it resets the descriptor's readiness), so the first look
 // is a level check of the epoll set itself (epoll_wait with no timeout):
 // whatever became ready before the call is seen there, and whatever comes
-// after is an edge the netpoller keeps.
+// after is an edge the netpoller keeps. Where no dup can be registered
+// (out of descriptors), the thread blocks in epoll_wait itself.
 func (w *cqWaiter) wait(d time.Duration) {
-	if w.file.SetReadDeadline(time.Now().Add(d)) != nil {
+	f, rc, err := w.register()
+	if err != nil {
+		var ev [1]unix.EpollEvent
+		_, _ = unix.EpollWait(w.fd, ev[:], max(1, int(d/time.Millisecond)))
+		return
+	}
+	defer f.Close()
+	if f.SetReadDeadline(time.Now().Add(d)) != nil {
 		return
 	}
 	looked := false
-	_ = w.rc.Read(func(fd uintptr) bool {
+	_ = rc.Read(func(fd uintptr) bool {
 		if looked {
 			return true // the netpoller saw the fd readable
 		}
@@ -109,5 +138,5 @@ func epollReady(fd int) bool {
 	}
 }
 
-// close unregisters and closes the dup.
-func (w *cqWaiter) close() { w.file.Close() }
+// close ends the waiter; the fd is the CQ's, closed with it.
+func (w *cqWaiter) close() {}
