@@ -67,6 +67,7 @@ type options struct {
 	figures  bool
 	fp8      []bool
 	blocks   int
+	trace    bool
 	timeout  time.Duration
 	ignored  string
 	ignoredB bool
@@ -117,6 +118,7 @@ func parseFlags() options {
 	flag.BoolVar(&o.deepep, "deepep", false, "DeepEP's sizes: hidden 7168, top-8, 256 experts, bf16; 128 tokens (normal and low-latency), then 4096 (normal)")
 	flag.BoolVar(&o.figures, "figures", false, "also print name: value unit lines")
 	flag.IntVar(&o.blocks, "blocks", 0, "grid of the data kernels (default: one block per SM)")
+	flag.BoolVar(&o.trace, "trace", false, "low-latency mode: print each rank's median %globaltimer trace of the kernels (needs RDMACTOR_MOE_TRACE=1)")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "deadline for the whole run; kernels still waiting then are aborted")
 	// examples/moe's flags without a GPU meaning.
 	for _, name := range []string{"transport", "idle", "cpuprofile", "write-routing"} {
@@ -280,6 +282,8 @@ type runner struct {
 	allocs         []cuda.DevicePtr
 	gate           *cuda.HostMem
 	events         [4]*cuda.Event // round start, layout done (normal), dispatch done, combine done
+	tracing        bool
+	traces         []gpumoe.LLTrace
 }
 
 // open makes the handle of a mode and uploads this rank's input: x into
@@ -469,12 +473,17 @@ func (r *runner) lowLatency(ctx context.Context, maxLL int, fp8 bool) (err error
 			return err
 		}
 	}
+	r.tracing, r.traces = r.o.trace, nil
 	st, err := r.time(ctx, false, func() error {
 		_, err := h.DispatchLL(r.x, r.idx, r.in.tokens)
 		return err
 	}, func() error { return h.CombineLL(r.w, r.out) })
+	r.tracing = false
 	if err != nil {
 		return err
+	}
+	if r.o.trace {
+		r.printTrace(mode)
 	}
 	// Bytes across ranks: one row per (token, expert) on another rank.
 	rows := 0
@@ -589,6 +598,17 @@ func (r *runner) time(ctx context.Context, layout bool, dispatch, combine func()
 		}
 		if i >= o.warmup {
 			rounds = append(rounds, []time.Duration{d, c, d + c, l})
+			if r.tracing {
+				tr, err := r.h.TraceLL(ctx)
+				if err != nil {
+					return stats{}, err
+				}
+				r.traces = append(r.traces, tr)
+			}
+		} else if r.tracing {
+			if _, err := r.h.TraceLL(ctx); err != nil {
+				return stats{}, err
+			}
 		}
 	}
 	m, err := perf.SlowestMedians(ctx, r.gc, 4, rounds)
@@ -616,4 +636,34 @@ func (r *runner) report(mode string, s stats, dispBytes, combBytes, rowsPerPair 
 		}
 	}
 	return nil
+}
+
+// printTrace prints this rank's medians over the timed rounds of the
+// low-latency trace (Handle.TraceLL): µs after the StartLine kernel ended,
+// and each kernel's span from its first block's start to its last block's
+// end.
+func (r *runner) printTrace(mode string) {
+	med := func(f func(gpumoe.LLTrace) time.Duration) float64 {
+		v := make([]float64, 0, len(r.traces))
+		for _, t := range r.traces {
+			v = append(v, f(t).Seconds()*1e6)
+		}
+		if len(v) == 0 {
+			return 0
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	fmt.Printf("   trace rank %d %s (us after the start line): dispatch start %.2f entries %.2f pull %.2f end %.2f | combine start %.2f stores %.2f flags %.2f end %.2f | kernel spans: dispatch %.2f combine %.2f\n",
+		r.me, mode,
+		med(func(t gpumoe.LLTrace) time.Duration { return t.DispatchStart }),
+		med(func(t gpumoe.LLTrace) time.Duration { return t.DispatchEntries }),
+		med(func(t gpumoe.LLTrace) time.Duration { return t.DispatchPull }),
+		med(func(t gpumoe.LLTrace) time.Duration { return t.DispatchEnd }),
+		med(func(t gpumoe.LLTrace) time.Duration { return t.CombineStart }),
+		med(func(t gpumoe.LLTrace) time.Duration { return t.CombineStores }),
+		med(func(t gpumoe.LLTrace) time.Duration { return t.CombineFlags }),
+		med(func(t gpumoe.LLTrace) time.Duration { return t.CombineEnd }),
+		med(func(t gpumoe.LLTrace) time.Duration { return t.DispatchEnd - t.DispatchStart }),
+		med(func(t gpumoe.LLTrace) time.Duration { return t.CombineEnd - t.CombineStart }))
 }

@@ -35,9 +35,9 @@
 //                   with the round), sums each source token's rows over
 //                   its own experts in float32 and writes that partial row
 //                   into the source's window, a flag word per slice after
-//                   it; each source adds each slice's partials, at most one
-//                   per rank, once their flags are there, and rounds once
-//                   to bf16.
+//                   it (one system fence per block and step); each source
+//                   adds each slice's partials, at most one per rank, once
+//                   their flags are there, and rounds once to bf16.
 //
 // "One signal per destination" across the grid (blockFinish): when a block
 // has put all its share, it syncs, one warp fences the block's writes at
@@ -98,6 +98,27 @@ enum { ErrBadRouting = 1, ErrPeerBadRouting = 2, ErrSlotOverflow = 3, ErrAborted
 enum { maxRanks = MOE_MAX_RANKS, maxTopK = MOE_MAX_TOPK };
 
 
+
+// Trace, compiled in with -DMOE_TRACE only (kernels.go: RDMACTOR_MOE_TRACE):
+// %globaltimer at fixed points of a low-latency round, the earliest block's
+// (trDStart, trCStart) or the latest block's (the others), read and reset
+// by moe_trace_dump (Handle.TraceLL; lowlatency.go names them).
+enum { trSyncEnd, trDStart, trDEntry, trDPull, trDEnd, trCStart, trCStores, trCFlags, trCEnd, trSlots };
+__device__ u64 moeTrace[trSlots];
+#ifdef MOE_TRACE
+__device__ __forceinline__ u64 gtime() {
+  u64 t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+#define TRACE_MIN(i) (void)(threadIdx.x == 0 && (atomicMin(&moeTrace[i], gtime()), 0))
+#define TRACE_MAX(i) (void)(threadIdx.x == 0 && (atomicMax(&moeTrace[i], gtime()), 0))
+#define TRACE_BAR_MAX(i) (__syncthreads(), TRACE_MAX(i))
+#else
+#define TRACE_MIN(i) (void)0
+#define TRACE_MAX(i) (void)0
+#define TRACE_BAR_MAX(i) (void)0
+#endif
 
 __device__ __forceinline__ void fail(const Args& a, u32 code, u32 detail) {
   atomicCAS(a.err, 0ull, ((u64)code << 32) | detail);
@@ -713,21 +734,11 @@ __device__ void quantize(const Args& a, const u16* x, u8* slot) {
 // (t, k) of a source is the number of that source's pairs before it (in
 // t*K+k order) routed to the same expert. The source computes it, keeps it
 // for CombineLL and sends it to the expert's rank with the routing (entry
-// words). A block takes a contiguous token range: slotPrefix counts the
-// pairs before it per expert into hist (shared, E words), then batches of
-// up to 32 tokens get their slots in parallel (batchSlots, a warp per
-// token) and are added to hist (batchCount). Ids outside [0, E) get none.
-__device__ void slotPrefix(const int* route, int t0, int K, int E, u32* hist) {
-  __syncthreads();  // hist free
-  for (int i = threadIdx.x; i < E; i += blockDim.x) hist[i] = 0;
-  __syncthreads();
-  for (int i = threadIdx.x; i < t0 * K; i += blockDim.x) {
-    const int e = route[i];
-    if (e >= 0 && e < E) atomicAdd(&hist[e], 1u);
-  }
-  __syncthreads();
-}
-
+// words). A block takes a contiguous token range: it counts the pairs
+// before it per expert into hist (shared, E words; moe_ll_dispatch, step
+// 3), then batches of up to 32 tokens get their slots in parallel
+// (batchSlots, a warp per token) and are added to hist (batchCount). Ids
+// outside [0, E) get none.
 // batchSlots: warp j of the batch (tokens t0..t0+nb-1, their routing in
 // sRoute) gives lane k < K its pair's expert in *e (-1: none) and its slot
 // (unbounded): hist, plus the batch's pairs before it with the same expert.
@@ -787,20 +798,21 @@ __device__ __forceinline__ void llPutRelease(u64* p, u32 v, u64 round) {
 
 // llWord waits until route word p carries round's flag and returns its
 // value; if the host aborts first, it records ErrAborted and returns dflt.
-// It polls relaxed and sleeps ~64 ns between polls after the first 8:
-// receivers poll while rows still land in their memory over NVLink, and
-// back-to-back polls slow those writes (gin__funcs.cuh: waitWord). With
-// Acquire, one acquire load once the flag is there (pairs with
-// llPutRelease; coherence makes it see at least the polled value).
+// It polls and sleeps ~64 ns between polls after the first 8: receivers
+// poll while rows still land in their memory over NVLink, and back-to-back
+// polls slow those writes (gin__funcs.cuh: waitWord). With Acquire, every
+// poll is an acquire load (pairs with llPutRelease, or a fence and llPut):
+// the value is there on the first poll or soon after, and an acquire load
+// after the relaxed poll that saw it cost a round trip more.
 template <bool Acquire>
 __device__ u32 llWordT(const Args& a, const Gin& gin, const u64* p, u64 round, u32 dflt) {
   u64 v;
   for (u32 i = 0;; i++) {
-    asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-    if ((u32)(v >> 32) == (u32)round) {
-      if (Acquire) asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-      return (u32)v;
-    }
+    if (Acquire)
+      asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    else
+      asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    if ((u32)(v >> 32) == (u32)round) return (u32)v;
     if ((i & 255) == 255 && gin.aborted()) {
       fail(a, ErrAborted, 0);
       return dflt;
@@ -905,6 +917,7 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
   Gin gin(comm, 0);
   Team world = teamWorld(comm);
   char* lb = local(a);
+  TRACE_MIN(trDStart);
   extern __shared__ u32 hist[];         // [E]
   __shared__ int sRoute[32 * maxTopK];  // a batch's routing
   __shared__ u64* sTo[maxRanks];        // this source's route words at every rank
@@ -912,23 +925,39 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
   __shared__ int sSlot[32][maxTopK];    // and their slots
   __shared__ int sN[32];                // local pairs per token
   __shared__ const uint4* sSrc[32];     // where each token's row is
+  const int t0 = (int)((i64)maxLL * b / W), t1 = (int)((i64)maxLL * (b + 1) / W);
+  const int u0 = min(t0, T), u1 = min(t1, T);
+  const bool staged = a.fp8 || x != lb + a.offInput;
+  // A worker's routing up to the end of its first batch (the pairs before
+  // its range, then its first 32 tokens; tokens past T have none), loaded
+  // before anything else: one memory round trip, under the waits below.
+  const int nb0 = worker ? min(32, t1 - t0) : 0, pfx = worker ? u0 * K : 0, nld = pfx + nb0 * K;
+  auto routeAt = [&](int i) {
+    const int j = i < pfx ? i : t0 * K + (i - pfx);
+    return j < T * K ? idx[j] : -1;
+  };
+  const int i0 = threadIdx.x, i1 = threadIdx.x + blockDim.x;
+  const int e0 = i0 < nld ? routeAt(i0) : -1, e1 = i1 < nld ? routeAt(i1) : -1;
   if ((int)threadIdx.x < n)
     sTo[threadIdx.x] = reinterpret_cast<u64*>(peerAt(comm, a, world, threadIdx.x, a.offLLRoute + (u64)me * a.routeB));
   // lastCombine: every block of the other ranks' last combine is done with
   // the route words this source wrote there (llComb; this rank's own is
-  // done: stream order). Threads r < n wait, then the block syncs, before
-  // route words go to other ranks.
-  if ((int)threadIdx.x < n && (int)threadIdx.x != me && round > 1 &&
-      !gin.waitSignal(CoopThread{}, sigLLComb(a, threadIdx.x), (round - 1) * (u64)G))
-    fail(a, ErrAborted, sigLLComb(a, threadIdx.x));
-  __syncthreads();
+  // done: stream order). Thread 32 + r of warp 1 waits for rank r (beside
+  // warp 0's pointer loads above); the block syncs before route words go to
+  // other ranks.
+  const int wr = (int)threadIdx.x - 32;
+  // One acquire load where it is there already (the usual case), else
+  // gin's wait.
+  if (wr >= 0 && wr < n && wr != me && round > 1 && gin.readSignal(sigLLComb(a, wr)) < (round - 1) * (u64)G &&
+      !gin.waitSignal(CoopThread{}, sigLLComb(a, wr), (round - 1) * (u64)G))
+    fail(a, ErrAborted, sigLLComb(a, wr));
 
   // 1. The routing block R: T and the pairs per expert into every rank's
   // route words for this source (receivers need no pass to count rows).
   if (b == R) {
     for (int i = threadIdx.x; i < E; i += blockDim.x) hist[i] = 0;
-    if ((int)threadIdx.x < n) llPut(sTo[threadIdx.x] + llT, (u32)T, round);
     __syncthreads();
+    if ((int)threadIdx.x < n) llPut(sTo[threadIdx.x] + llT, (u32)T, round);
     for (int i = threadIdx.x; i < T * K; i += blockDim.x) {
       const int e = idx[i];
       if (e >= E || e < -1)
@@ -943,12 +972,9 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
     }
   }
 
-  const int t0 = (int)((i64)maxLL * b / W), t1 = (int)((i64)maxLL * (b + 1) / W);
   const u64 rowOff = a.fp8 ? a.offLLStage : a.offInput;  // a rank's rows, slotB bytes apart
   if (worker) {
     // 2. This rank's rows of the range, where receivers read them.
-    const int u0 = min(t0, T), u1 = min(t1, T);
-    const bool staged = a.fp8 || x != lb + a.offInput;
     if (a.fp8)
       for (int t = u0; t < u1; t++)
         quantize(a, reinterpret_cast<const u16*>(x + (u64)t * xStride),
@@ -957,12 +983,28 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
       for (int t = u0; t < u1; t++) blockCopy(lb + a.offInput + (u64)t * a.rs, x + (u64)t * xStride, a.hidden * 2);
 
     // 3. The range's slots, for CombineLL and as entry words at every rank
-    // (slotPrefix's barrier orders the staging before the releases).
-    slotPrefix(idx, u0, K, E, hist);
+    // (the barrier below orders the staging before the releases): the
+    // pairs before the range counted per expert into hist, then batches
+    // of 32 tokens.
+    if (b == R) __syncthreads();  // a grid of one block: hist free
+    for (int i = threadIdx.x; i < E; i += blockDim.x) hist[i] = 0;
+    __syncthreads();
+    auto place = [&](int i, int e) {
+      if (i >= pfx)
+        sRoute[i - pfx] = e;
+      else if (e >= 0 && e < E)
+        atomicAdd(&hist[e], 1u);
+    };
+    if (i0 < nld) place(i0, e0);
+    if (i1 < nld) place(i1, e1);
+    for (int i = threadIdx.x + 2 * blockDim.x; i < nld; i += blockDim.x) place(i, routeAt(i));
+    __syncthreads();
     for (int c0 = t0; c0 < t1; c0 += 32) {
       const int nb = min(32, t1 - c0);
-      for (int i = threadIdx.x; i < nb * K; i += blockDim.x) sRoute[i] = c0 + i / K < T ? idx[c0 * K + i] : -1;
-      __syncthreads();
+      if (c0 > t0) {
+        for (int i = threadIdx.x; i < nb * K; i += blockDim.x) sRoute[i] = c0 + i / K < T ? idx[c0 * K + i] : -1;
+        __syncthreads();
+      }
       if (warp() < nb && lane() < K) {
         int rel;
         int slot = batchSlots(sRoute, warp(), K, E, hist, &rel);
@@ -985,6 +1027,7 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
     }
   }
 
+  if (worker) TRACE_MAX(trDEntry);
   // 4. Rows per (local expert, source), from the sources' pairs per expert.
   if (b == R) {
     u32* cnt = reinterpret_cast<u32*>(lb + a.offLLCount);
@@ -1037,12 +1080,14 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
       }
     }
     __syncthreads();
+    if (c0 == 0) TRACE_MAX(trDPull);
     pullRows(nb, V, sSrc, sN, [&](int j, int q) {
       const int s = (me + (c0 + j) / w) % n;
       return lb + a.offLLX + (((u64)sLe[j][q] * n + s) * maxLL + sSlot[j][q]) * a.slotB;
     });
     __syncthreads();  // the chunk's tables
   }
+  TRACE_MAX(trDEnd);
 }
 
 // moe_ll_combine: wts [T][K] float32; out [T][hidden] bf16. The experts'
@@ -1056,15 +1101,18 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
 //     every block writes to every rank. For each, a warp sums w * y over
 //     the pairs of the token at this rank's experts (entry words of the
 //     dispatch give expert and slot, llW the weight), in k order in
-//     float32, writes that slice of the partial row into the source's
-//     llPart region for this rank, and then a flag word for the slice
-//     into the source's llFlag region (a release after __syncwarp: a
-//     reader that acquires it sees the slice).
-//  3. out[t] = bf16(sum over the ranks holding pairs of t of
+//     float32 and writes that slice of the partial row into the source's
+//     llPart region for this rank. A block's warps take items in step;
+//     after each step one thread fences the block's writes at system
+//     scope and writes a flag word per slice into the sources' llFlag
+//     regions (a reader that acquires it sees the slice).
+//  3. Each block adds 1 to llComb[me] at every rank once it is done with
+//     step 2 (the last step that reads what other ranks write here): the
+//     next dispatch waits for it before it writes into that rank's window
+//     again; the add's latency overlaps step 4.
+//  4. out[t] = bf16(sum over the ranks holding pairs of t of
 //     partial[r][t]), slice by slice, each as soon as its flags are there:
 //     no grid-wide wait between the partial sums and the adds.
-//  4. Each block adds 1 to llComb[me] at every rank: the next dispatch
-//     waits for it before it writes into that rank's window again.
 // Reuse: a source's route words, rows and weights at an expert rank are
 // next written by its next dispatch and combine, which come after that
 // dispatch saw every block of this combine at that rank done (llComb); an
@@ -1080,6 +1128,7 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
   Gin gin(comm, 0);
   Team world = teamWorld(comm);
   char* lb = local(a);
+  TRACE_MIN(trCStart);
 
   // 1. Weights to every rank.
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n * T * K; i += gridDim.x * blockDim.x) {
@@ -1109,64 +1158,115 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
     }
   };
   __shared__ ReduceSlots slots;
-  for (int it = gw; it < n * maxLL * S; it += nw) {
+  __shared__ u64* sFlag[2][32];  // per warp, the flag of its item (null: none), by round parity
+  // item: warp item it; returns the flag word to publish, or null where
+  // the source reads no partial from this rank.
+  auto item = [&](int it) -> u64* {
     const int s = it % n, t = it / (n * S), sl = (it / n) % S;
-    if (t >= sT[s]) continue;  // the warp's lanes agree
+    if (t >= sT[s]) return nullptr;  // the warp's lanes agree
+    // The token's rows here (entry words of the dispatch), listed in k
+    // order; their weights are read after the first loads are issued.
     const u16* src = nullptr;
-    float w = 0.f;
+    const u64* wp = nullptr;
     if (lane() < K) {
       const u32 v = llWord(a, gin, llRoute(a, s) + llEntry + t * K + lane(), round, 0);
       const int e = llEntryExpert(v), slot = llEntrySlot(v);
       if (e >= me * L && e < me * L + L && slot >= 0 && slot < maxLL) {
         src = reinterpret_cast<const u16*>(lb + a.offLLY + (((u64)(e - me * L) * n + s) * maxLL + slot) * a.rs);
-        const u64* wp = reinterpret_cast<const u64*>(lb + a.offLLW) + ((u64)s * maxLL + t) * K + lane();
-        w = __uint_as_float(llWord(a, gin, wp, round, 0));
+        wp = reinterpret_cast<const u64*>(lb + a.offLLW) + ((u64)s * maxLL + t) * K + lane();
       }
-      slots.src[warp()][lane()] = src;
-      slots.w[warp()][lane()] = w;
     }
-    if (__ballot_sync(0xffffffffu, src != nullptr) == 0) continue;  // no pair of t here: s reads no partial
+    const u32 has = __ballot_sync(0xffffffffu, src != nullptr);
+    if (has == 0) return nullptr;  // no pair of t here: s reads no partial
+    const int m = __popc(has), at = __popc(has & ((1u << lane()) - 1));
+    if (src != nullptr) slots.src[warp()][at] = src;
     __syncwarp();
     const u16* const* rs = slots.src[warp()];
     const float* ws = slots.w[warp()];
+    bool needW = true;
+    auto weights = [&] {  // once, warp-uniform
+      if (!needW) return;
+      if (src != nullptr) slots.w[warp()][at] = __uint_as_float(llWord(a, gin, wp, round, 0));
+      __syncwarp();
+      needW = false;
+    };
     float* dst = reinterpret_cast<float*>(peerAt(comm, a, world, s, a.offLLPart + ((u64)me * maxLL + t) * prs));
     int c0, c1;
     cols(sl, &c0, &c1);
     if (vec) {
+      // A lane's two quads of up to four rows loaded at once, then added
+      // in k order.
       const int q1 = c1 >> 2;
-      for (int q = (c0 >> 2) + lane(); q < q1; q += 64) {
-        const bool two = q + 32 < q1;
+      for (int qw = c0 >> 2; qw < q1; qw += 64) {
+        const int qa = qw + lane(), qb = qa + 32;
         float acc0[4] = {0, 0, 0, 0}, acc1[4] = {0, 0, 0, 0};
-        for (int j = 0; j < K; j++) {
-          if (rs[j] == nullptr) continue;
-          const uint2* r2 = reinterpret_cast<const uint2*>(rs[j]);
-          const uint2 x0 = r2[q], x1 = two ? r2[q + 32] : make_uint2(0, 0);
-          accumulate4(acc0, x0, ws[j]);
-          if (two) accumulate4(acc1, x1, ws[j]);
+        for (int j0 = 0; j0 < m; j0 += 4) {
+          uint2 xa[4], xb[4];
+#pragma unroll
+          for (int jj = 0; jj < 4; jj++) {
+            const uint2* r2 = j0 + jj < m ? reinterpret_cast<const uint2*>(rs[j0 + jj]) : nullptr;
+            xa[jj] = r2 != nullptr && qa < q1 ? r2[qa] : make_uint2(0, 0);
+            xb[jj] = r2 != nullptr && qb < q1 ? r2[qb] : make_uint2(0, 0);
+          }
+          weights();
+#pragma unroll
+          for (int jj = 0; jj < 4; jj++) {
+            if (j0 + jj >= m) break;
+            accumulate4(acc0, xa[jj], ws[j0 + jj]);
+            accumulate4(acc1, xb[jj], ws[j0 + jj]);
+          }
         }
-        reinterpret_cast<float4*>(dst)[q] = make_float4(acc0[0], acc0[1], acc0[2], acc0[3]);
-        if (two) reinterpret_cast<float4*>(dst)[q + 32] = make_float4(acc1[0], acc1[1], acc1[2], acc1[3]);
+        if (qa < q1) reinterpret_cast<float4*>(dst)[qa] = make_float4(acc0[0], acc0[1], acc0[2], acc0[3]);
+        if (qb < q1) reinterpret_cast<float4*>(dst)[qb] = make_float4(acc1[0], acc1[1], acc1[2], acc1[3]);
       }
     } else {
+      weights();
       for (int c = c0 + lane(); c < c1; c += 32) {
         float acc = 0.f;
-        for (int j = 0; j < K; j++)
-          if (rs[j] != nullptr) acc += ws[j] * bf16f(rs[j][c]);
+        for (int j = 0; j < m; j++) acc += ws[j] * bf16f(rs[j][c]);
         dst[c] = acc;
       }
     }
-    __syncwarp();  // the slice's writes, and slots free
-    if (lane() == 0)
-      llPutRelease(reinterpret_cast<u64*>(peerAt(comm, a, world, s, a.offLLFlag + (((u64)me * maxLL + t) * fs + sl) * 8)), 0,
-                   round);
+    __syncwarp();  // slots free
+    return reinterpret_cast<u64*>(peerAt(comm, a, world, s, a.offLLFlag + (((u64)me * maxLL + t) * fs + sl) * 8));
+  };
+  // The block's warps take items in step, and thread 0 publishes each
+  // step's flags with one system fence for the whole block (cumulative
+  // over the partial rows the barrier ordered before it), then relaxed
+  // flag words: a reader that acquires a flag sees its slice. A release
+  // per item (a system fence per warp) held each warp about 5 us
+  // (docs/moe_gpu.md, "Where the time goes").
+  const int items = n * maxLL * S;
+  for (int base = blockIdx.x * warps(), p = 0; base < items; base += nw, p ^= 1) {
+    u64* f = base + warp() < items ? item(base + warp()) : nullptr;
+    if (lane() == 0) sFlag[p][warp()] = f;
+#ifdef MOE_TRACE
+    if (lane() == 0 && f != nullptr) atomicMax(&moeTrace[trCStores], gtime());
+#endif
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      asm volatile("fence.acq_rel.sys;" ::: "memory");
+      for (int w = 0; w < warps(); w++)
+        if (sFlag[p][w] != nullptr) llPut(sFlag[p][w], 0, round);
+    }
   }
 
-  // 3. This rank's tokens, slice by slice: add the partials of the ranks
-  // holding their pairs once their flags are there.
+  // 3. This block is done with every source's words and rows here (step 4
+  // reads this rank's own routing, and the partials and flags that the
+  // other ranks write in their next combine, after their next dispatch
+  // read this rank's next entry words).
+  blockSignal(a, gin, world, sigLLComb(a, me), 1);
+  TRACE_MAX(trCFlags);
+
+  // 4. This rank's tokens, each slice in Hs parts (every warp busy): add
+  // the partials of the ranks holding their pairs once their flags are
+  // there, in rank order, each lane's loads of every rank in flight
+  // together.
   const u64* route = llRoute(a, me) + llEntry;  // the routing of the dispatch (its own route words)
   const u64* flags = reinterpret_cast<const u64*>(lb + a.offLLFlag);
-  for (int it = gw; it < T * S; it += nw) {
-    const int t = it / S, sl = it % S;
+  const int Hs = max(1, min(nw / max(T * S, 1), (vec ? H / 4 : H) / (32 * S)));
+  for (int it = gw; it < T * S * Hs; it += nw) {
+    const int t = it / (S * Hs), sl = (it / Hs) % S, h = it % Hs;
     u32 m = 0;
     if (lane() < K) {
       const int e = llEntryExpert((u32)route[t * K + lane()]);
@@ -1180,18 +1280,26 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
     int c0, c1;
     cols(sl, &c0, &c1);
     if (vec && ((u64)o & 7) == 0) {
-      for (int q = (c0 >> 2) + lane(); q < (c1 >> 2); q += 32) {
-        float acc[4] = {0, 0, 0, 0};
+      const int nq = (c1 - c0) >> 2, q0 = (c0 >> 2) + (int)((i64)nq * h / Hs), q1 = (c0 >> 2) + (int)((i64)nq * (h + 1) / Hs);
+      for (int q = q0 + lane(); q < q1; q += 64) {
+        const bool two = q + 32 < q1;
+        float acc0[4] = {0, 0, 0, 0}, acc1[4] = {0, 0, 0, 0};
         for (int r = 0; r < n; r++) {
           if (!(m >> r & 1)) continue;
-          const float4 x = reinterpret_cast<const float4*>(lb + a.offLLPart + ((u64)r * maxLL + t) * prs)[q];
-          acc[0] += x.x, acc[1] += x.y, acc[2] += x.z, acc[3] += x.w;
+          const float4* p = reinterpret_cast<const float4*>(lb + a.offLLPart + ((u64)r * maxLL + t) * prs);
+          const float4 x0 = p[q], x1 = two ? p[q + 32] : make_float4(0, 0, 0, 0);
+          acc0[0] += x0.x, acc0[1] += x0.y, acc0[2] += x0.z, acc0[3] += x0.w;
+          acc1[0] += x1.x, acc1[1] += x1.y, acc1[2] += x1.z, acc1[3] += x1.w;
         }
-        reinterpret_cast<uint2*>(o)[q] = make_uint2((u32)bf16(acc[0]) | ((u32)bf16(acc[1]) << 16),
-                                                    (u32)bf16(acc[2]) | ((u32)bf16(acc[3]) << 16));
+        reinterpret_cast<uint2*>(o)[q] = make_uint2((u32)bf16(acc0[0]) | ((u32)bf16(acc0[1]) << 16),
+                                                    (u32)bf16(acc0[2]) | ((u32)bf16(acc0[3]) << 16));
+        if (two)
+          reinterpret_cast<uint2*>(o)[q + 32] = make_uint2((u32)bf16(acc1[0]) | ((u32)bf16(acc1[1]) << 16),
+                                                           (u32)bf16(acc1[2]) | ((u32)bf16(acc1[3]) << 16));
       }
     } else {
-      for (int c = c0 + lane(); c < c1; c += 32) {
+      const int n1 = c1 - c0, d0 = c0 + (int)((i64)n1 * h / Hs), d1 = c0 + (int)((i64)n1 * (h + 1) / Hs);
+      for (int c = d0 + lane(); c < d1; c += 32) {
         float acc = 0.f;
         for (int r = 0; r < n; r++)
           if (m >> r & 1) acc += reinterpret_cast<const float*>(lb + a.offLLPart + ((u64)r * maxLL + t) * prs)[c];
@@ -1199,9 +1307,7 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
       }
     }
   }
-
-  // 4. This block is done with every source's words and rows here.
-  blockSignal(a, gin, world, sigLLComb(a, me), 1);
+  TRACE_BAR_MAX(trCEnd);
 }
 
 // ---- stand-in experts (tests, examples): expert e multiplies by f(e) ----
@@ -1277,6 +1383,16 @@ extern "C" __global__ void __launch_bounds__(1024, 1) moe_sync(const __grid_cons
   if (!ok) return;
   BarrierSession<CoopBlock> bar(CoopBlock{}, gin, teamWorld(comm), 0);
   bar.sync(CoopBlock{});
+  TRACE_MAX(trSyncEnd);
+}
+
+// moe_trace_dump copies the trace to dst (trSlots words) and resets it:
+// the earliest-of slots to ~0, the latest-of to 0. One block.
+extern "C" __global__ void moe_trace_dump(u64* dst) {
+  for (int i = threadIdx.x; i < trSlots; i += blockDim.x) {
+    dst[i] = moeTrace[i];
+    moeTrace[i] = (i == trDStart || i == trCStart) ? ~0ull : 0ull;
+  }
 }
 
 }  // namespace moe

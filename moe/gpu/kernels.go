@@ -3,6 +3,7 @@ package gpumoe
 import (
 	_ "embed"
 	"fmt"
+	"os"
 
 	"github.com/rdmactor/rdmactor/transport/gpu"
 	"github.com/rdmactor/rdmactor/transport/gpu/cuda"
@@ -19,10 +20,17 @@ const kernelName = "moe_kernels.cu"
 
 // compileOptions are the NVRTC options of kernels.cu: the size of Args,
 // which kernels.cu checks against its struct (a static_assert), and the
-// bounds of Config its shared arrays are sized by.
+// bounds of Config its shared arrays are sized by; with
+// RDMACTOR_MOE_TRACE set in the environment, the low-latency kernels also
+// record the %globaltimer trace that Handle.TraceLL reads (a few atomics
+// per block; the jit cache keys on the options).
 func compileOptions() []string {
-	return []string{fmt.Sprintf("-DMOE_ARGS_WORDS=%d", argWords),
+	o := []string{fmt.Sprintf("-DMOE_ARGS_WORDS=%d", argWords),
 		fmt.Sprintf("-DMOE_MAX_RANKS=%d", maxRanks), fmt.Sprintf("-DMOE_MAX_TOPK=%d", maxTopK)}
+	if os.Getenv("RDMACTOR_MOE_TRACE") != "" {
+		o = append(o, "-DMOE_TRACE")
+	}
+	return o
 }
 
 // kernel names, as kernels.cu exports them.
@@ -35,9 +43,10 @@ const (
 	kExpert     = "moe_expert_normal"
 	kExpertLL   = "moe_expert_ll"
 	kSync       = "moe_sync"
+	kTraceDump  = "moe_trace_dump"
 )
 
-var kernelNames = []string{kLayout, kDispatch, kCombine, kLLDispatch, kLLCombine, kExpert, kExpertLL, kSync}
+var kernelNames = []string{kLayout, kDispatch, kCombine, kLLDispatch, kLLCombine, kExpert, kExpertLL, kSync, kTraceDump}
 
 // kernels are the loaded functions of one device.
 type kernels struct {

@@ -1,8 +1,10 @@
 package gpumoe
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
+	"time"
 
 	"github.com/rdmactor/rdmactor/moe"
 	"github.com/rdmactor/rdmactor/transport/gpu/cuda"
@@ -198,4 +200,63 @@ func (r *RecvLL) Read() (*RecvLLHost, error) {
 		out.Src = append(out.Src, binary.LittleEndian.Uint32(src[4*i:]))
 	}
 	return out, nil
+}
+
+// LLTrace is where the last low-latency round spent its time on this GPU:
+// %globaltimer read in the kernels, each point relative to the end of the
+// round's StartLine kernel. Starts are the earliest block's; the other
+// points the latest block's.
+type LLTrace struct {
+	DispatchStart   time.Duration // first block of DispatchLL's kernel
+	DispatchEntries time.Duration // every entry word written
+	DispatchPull    time.Duration // every block's first pull issued
+	DispatchEnd     time.Duration // every block done
+	CombineStart    time.Duration // first block of CombineLL's kernel
+	CombineStores   time.Duration // every partial row stored
+	CombineFlags    time.Duration // every flag and llComb signal sent
+	CombineEnd      time.Duration // every block done
+}
+
+// llTraceSlots is kernels.cu's trSlots.
+const llTraceSlots = 9
+
+// TraceLL returns the trace of the last low-latency round (StartLine,
+// DispatchLL, CombineLL) and resets it. The kernels record it only when
+// compiled with RDMACTOR_MOE_TRACE set in the environment (kernels.go);
+// otherwise every field is 0. It waits for the stream: call it between
+// rounds, after Sync.
+func (h *Handle) TraceLL(ctx context.Context) (LLTrace, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c := h.g.Context()
+	buf, err := c.MemAlloc(8 * llTraceSlots)
+	if err != nil {
+		return LLTrace{}, fmt.Errorf("gpumoe: trace: %w", err)
+	}
+	b := make([]byte, 8*llTraceSlots)
+	err = h.g.Launch(h.k.fn[kTraceDump], cuda.Dim3{X: 1}, cuda.Dim3{X: 32}, 0, buf)
+	if err == nil {
+		err = h.g.Wait(ctx)
+	}
+	if err == nil {
+		err = c.CopyFromDevice(b, buf)
+	}
+	if ferr := c.MemFree(buf); err == nil {
+		err = ferr
+	}
+	if err != nil {
+		return LLTrace{}, fmt.Errorf("gpumoe: trace: %w", err)
+	}
+	var v [llTraceSlots]uint64
+	for i := range v {
+		v[i] = binary.LittleEndian.Uint64(b[8*i:])
+	}
+	at := func(i int) time.Duration {
+		if v[0] == 0 || v[i] == 0 || v[i] == ^uint64(0) {
+			return 0
+		}
+		return time.Duration(int64(v[i] - v[0]))
+	}
+	return LLTrace{DispatchStart: at(1), DispatchEntries: at(2), DispatchPull: at(3), DispatchEnd: at(4),
+		CombineStart: at(5), CombineStores: at(6), CombineFlags: at(7), CombineEnd: at(8)}, nil
 }
