@@ -510,6 +510,9 @@ const (
 // much it handled.
 func (p *Provider) poll(ents []cqEntry) int {
 	got := 0
+	if p.f.waiter != nil {
+		p.f.waiter.read()
+	}
 	switch n := p.f.pollCQ(ents); {
 	case n > 0:
 		for i := range ents[:n] {

@@ -31,16 +31,29 @@ import (
 // As fi_trywait(3) prescribes, a wait first asks the provider whether
 // anything is pending; a kick (fi_cq_signal) makes the fd readable.
 //
-// The fd is in the netpoller only while a wait blocks (a dup registered
-// for that wait, closed after it). The wait fd is an epoll set that holds
-// the provider's sockets and becomes readable whenever data arrives; left
-// registered, every arrival while the ranks poll would wake a thread
-// parked in the netpoller for nothing, and on few cores those wake-ups
-// take the core of a polling rank (a barrier across hosts pays several per
-// round: scripts/twohosts.sh collectives).
+// The fd is in the netpoller only around blocks: a wait registers a dup
+// of it, and the registration stays while blocks follow each other, but
+// goes once the CQ has been read for regKeep without one (drop). The wait
+// fd is an epoll set of the provider's sockets, readable whenever data
+// arrives; registered while the ranks poll, every arrival would wake a
+// thread parked in the netpoller for nothing, and on few cores those
+// wake-ups take a polling rank's core (a barrier across hosts pays several
+// per round: scripts/twohosts.sh collectives). Registering costs about
+// eight system calls, which a rank that blocks for every message (a
+// blocking ping-pong) would pay twice a round trip.
+//
+// Its methods are called with the CQ's lock held (Provider.pollMu).
 type cqWaiter struct {
-	fd int // libfabric's wait fd (owned by the CQ)
+	fd    int             // libfabric's wait fd (owned by the CQ)
+	reg   *os.File        // a registered dup of fd, or nil
+	rc    syscall.RawConn // reg's
+	ended time.Time       // when the last block ended
 }
+
+// regKeep is how long a registration outlives its last block while the
+// CQ is read (drop): longer than a blocking ping-pong's spin between two
+// blocks, shorter than a polling rank's tolerance for wasted wake-ups.
+const regKeep = time.Millisecond
 
 // openCQWaiter returns a waiter on cq's wait fd, or nil where the fd
 // cannot be had or polled (the caller then blocks in fi_cq_sread).
@@ -54,28 +67,27 @@ func openCQWaiter(cq *C.struct_fid_cq) *cqWaiter {
 	if _, err := unix.EpollWait(int(fd), ev[:], 0); err != nil && err != unix.EINTR {
 		return nil
 	}
-	w := &cqWaiter{fd: int(fd)}
-	// A file the netpoller does not take has no deadlines: no waiter.
-	f, _, err := w.register()
-	if err != nil {
+	// The dups share the fd's file status flags: non-blocking once for
+	// all, which changes nothing for an epoll fd (its waits carry their
+	// own timeout).
+	if err := unix.SetNonblock(int(fd), true); err != nil {
 		return nil
 	}
-	f.Close()
+	w := &cqWaiter{fd: int(fd)}
+	// A file the netpoller does not take has no deadlines: no waiter.
+	if w.register() != nil {
+		return nil
+	}
+	w.drop()
 	return w
 }
 
-// register returns a dup of the wait fd registered with the netpoller, so
-// that closing it leaves libfabric's fd open. The dup shares the fd's
-// flags, and non-blocking mode changes nothing for an epoll fd (its waits
-// carry their own timeout).
-func (w *cqWaiter) register() (*os.File, syscall.RawConn, error) {
+// register registers a dup of the wait fd with the netpoller (reg), so
+// that closing it leaves libfabric's fd open.
+func (w *cqWaiter) register() error {
 	dup, err := unix.FcntlInt(uintptr(w.fd), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
-		return nil, nil, err
-	}
-	if err := unix.SetNonblock(dup, true); err != nil {
-		unix.Close(dup)
-		return nil, nil, err
+		return err
 	}
 	f := os.NewFile(uintptr(dup), "ofi-cq-wait")
 	rc, err := f.SyscallConn()
@@ -84,9 +96,26 @@ func (w *cqWaiter) register() (*os.File, syscall.RawConn, error) {
 	}
 	if err != nil {
 		f.Close()
-		return nil, nil, err
+		return err
 	}
-	return f, rc, nil
+	w.reg, w.rc = f, rc
+	return nil
+}
+
+// drop unregisters the dup and closes it.
+func (w *cqWaiter) drop() {
+	if w.reg != nil {
+		w.reg.Close()
+		w.reg, w.rc = nil, nil
+	}
+}
+
+// read is told of a read of the CQ that did not block: it drops the
+// registration once no block came for regKeep.
+func (w *cqWaiter) read() {
+	if w.reg != nil && time.Since(w.ended) > regKeep {
+		w.drop()
+	}
 }
 
 // tryWait reports whether the CQ may be waited on: nothing is pending
@@ -106,18 +135,17 @@ func (w *cqWaiter) tryWait(fab *C.struct_fid_fabric, cq *C.struct_fid_cq) bool {
 // after is an edge the netpoller keeps. Where no dup can be registered
 // (out of descriptors), the thread blocks in epoll_wait itself.
 func (w *cqWaiter) wait(d time.Duration) {
-	f, rc, err := w.register()
-	if err != nil {
+	defer func() { w.ended = time.Now() }()
+	if w.reg == nil && w.register() != nil {
 		var ev [1]unix.EpollEvent
 		_, _ = unix.EpollWait(w.fd, ev[:], max(1, int(d/time.Millisecond)))
 		return
 	}
-	defer f.Close()
-	if f.SetReadDeadline(time.Now().Add(d)) != nil {
+	if w.reg.SetReadDeadline(time.Now().Add(d)) != nil {
 		return
 	}
 	looked := false
-	_ = rc.Read(func(fd uintptr) bool {
+	_ = w.rc.Read(func(fd uintptr) bool {
 		if looked {
 			return true // the netpoller saw the fd readable
 		}
@@ -138,5 +166,6 @@ func epollReady(fd int) bool {
 	}
 }
 
-// close ends the waiter; the fd is the CQ's, closed with it.
-func (w *cqWaiter) close() {}
+// close ends the waiter: it drops the registration; the fd is the CQ's,
+// closed with it.
+func (w *cqWaiter) close() { w.drop() }
