@@ -28,7 +28,7 @@ type Method struct {
 	MinSeconds float64 // calibration: grow iterations 4x until one run lasts this long
 }
 
-// Anchor is mpi_anchor.c's method: REP_SECONDS 0.4, NREP 5, calibration
+// Anchor is the method of bench/mpi/rmabench.c, the Open MPI anchor: REP_SECONDS 0.4, NREP 5, calibration
 // until 0.05 s.
 var Anchor = Method{RepSeconds: 0.4, Reps: 5, MinSeconds: 0.05}
 

@@ -69,7 +69,7 @@ func (r *rank) exchange(v uint64) (uint64, error) {
 type kernel func(n int, samples []int64) error
 
 // timed runs k(n) on both ranks between two exchanges and returns the
-// seconds of the slower rank, as mpi_anchor.c's timed() does with
+// seconds of the slower rank, as bench/mpi/rmabench.c's run() does with
 // MPI_Barrier and MPI_Allreduce(MAX). With solo, only this rank runs it and
 // nothing is exchanged (the single-core copy anchor).
 func (r *rank) timed(k kernel, n int, solo bool, samples []int64) (float64, error) {
@@ -109,7 +109,7 @@ type figure struct {
 }
 
 // calibrate warms f up and picks n so that one repetition lasts about
-// opt.repSeconds (mpi_anchor.c's bench(): grow n by 4 until a run takes
+// opt.repSeconds (bench/mpi/rmabench.c's measure(): grow n by 4 until a run takes
 // 50 ms, then scale). -iters fixes n instead.
 func (r *rank) calibrate(f *figure) error {
 	if r.opt.iters > 0 {

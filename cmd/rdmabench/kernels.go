@@ -84,7 +84,7 @@ func (r *rank) putStream(size int) kernel {
 }
 
 // copyKernel is copy_bw: a single-core Go copy between two private buffers
-// of size bytes, touched first so no page faults are timed (mpi_anchor.c's
+// of size bytes, touched first so no page faults are timed (bench/mpi/rmabench.c's
 // memcpy figure, which rank 0 measures alone). Only rank 0 allocates
 // (alloc false elsewhere).
 func copyKernel(size int, alloc bool) kernel {

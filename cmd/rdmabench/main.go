@@ -31,7 +31,7 @@
 //     buffers, measured by rank 0 alone while rank 1 is parked (the anchor's
 //     memcpy figure).
 //
-// Method (as mpi_anchor.c): each figure is warmed up and calibrated until a
+// Method (as bench/mpi/rmabench.c): each figure is warmed up and calibrated until a
 // repetition lasts about -rep-seconds, then repeated -reps times; the median
 // is reported, and every repetition is timed on the slower rank. Figures
 // that are compared run their repetitions interleaved (floor, gin, floor,

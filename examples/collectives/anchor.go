@@ -12,7 +12,7 @@ import (
 // (2 bytes) per pair, a MoE dispatch of that many tokens.
 var anchorTokens = []int{128, 4096}
 
-// anchor runs mpi_anchor.c's collective figures and prints them with the
+// anchor runs the collective figures of bench/mpi/rmabench.c (coll) and prints them with the
 // anchor's names and units: all-reduce of one float64 (8 B) and of 4 MiB
 // of float64 sums, all-to-all of 128 and 4096 tokens x 7168 bf16 per pair
 // (algbw = bytes sent per rank, own block included, / time).
