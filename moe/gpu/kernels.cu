@@ -34,10 +34,12 @@
 //   moe_ll_combine  each rank sends its weights to every rank (8-byte words
 //                   with the round), sums each source token's rows over
 //                   its own experts in float32 and writes that partial row
-//                   into the source's window, a flag word per slice after
-//                   it (one system fence per block and step); each source
-//                   adds each slice's partials, at most one per rank, once
-//                   their flags are there, and rounds once to bf16.
+//                   into the source's window (where it holds one pair of
+//                   the token, that expert's bf16 row instead), a flag
+//                   word per slice after it (one system fence per block
+//                   and step); each source adds each slice's partials, at
+//                   most one per rank, once their flags are there, and
+//                   rounds once to bf16.
 //
 // "One signal per destination" across the grid (blockFinish): when a block
 // has put all its share, it syncs, one warp fences the block's writes at
@@ -594,6 +596,15 @@ __device__ __forceinline__ void accumulate4(float* acc, uint2 v, float w) {
   acc[2] += w * __uint_as_float(v.y << 16);
   acc[3] += w * __uint_as_float(v.y & 0xffff0000u);
 }
+// addScaled4 adds w * v (4 bf16) to acc, each product rounded to float32
+// on its own (__fmul_rn is never contracted into an FMA): the value of a
+// partial sum of that single product (moe_ll_combine, step 4).
+__device__ __forceinline__ void addScaled4(float* acc, uint2 v, float w) {
+  acc[0] += __fmul_rn(w, __uint_as_float(v.x << 16));
+  acc[1] += __fmul_rn(w, __uint_as_float(v.x & 0xffff0000u));
+  acc[2] += __fmul_rn(w, __uint_as_float(v.y << 16));
+  acc[3] += __fmul_rn(w, __uint_as_float(v.y & 0xffff0000u));
+}
 __device__ __forceinline__ uint4 pack8(const float* acc) {
   uint4 v;
   v.x = (u32)bf16(acc[0]) | ((u32)bf16(acc[1]) << 16);
@@ -1102,17 +1113,26 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
 //     the pairs of the token at this rank's experts (entry words of the
 //     dispatch give expert and slot, llW the weight), in k order in
 //     float32 and writes that slice of the partial row into the source's
-//     llPart region for this rank. A block's warps take items in step;
-//     after each step one thread fences the block's writes at system
-//     scope and writes a flag word per slice into the sources' llFlag
-//     regions (a reader that acquires it sees the slice).
+//     llPart region for this rank. Where the token has one pair here, the
+//     warp writes that expert's bf16 row there instead (half the bytes,
+//     no weight to wait for), and the source multiplies it by the weight:
+//     the partial sum of one pair is 0 + w * y, w * y rounded once to
+//     float32 (fused or not), and the source adds w * y rounded alike
+//     (addScaled4) at the same place of its sum, which starts at +0, so
+//     even a zero product's sign changes nothing: the same bits. A
+//     block's warps take items in step; after each step one thread fences
+//     the block's writes at system scope and writes a flag word per slice
+//     into the sources' llFlag regions (a reader that acquires it sees
+//     the slice).
 //  3. Each block adds 1 to llComb[me] at every rank once it is done with
 //     step 2 (the last step that reads what other ranks write here): the
 //     next dispatch waits for it before it writes into that rank's window
 //     again; the add's latency overlaps step 4.
 //  4. out[t] = bf16(sum over the ranks holding pairs of t of
-//     partial[r][t]), slice by slice, each as soon as its flags are there:
-//     no grid-wide wait between the partial sums and the adds.
+//     partial[r][t]), in rank order, slice by slice, each as soon as its
+//     flags are there: no grid-wide wait between the partial sums and the
+//     adds. A rank holding one pair of t (the source's own routing says
+//     which) sent its row: partial[r][t] = w * y there, w from wts.
 // Reuse: a source's route words, rows and weights at an expert rank are
 // next written by its next dispatch and combine, which come after that
 // dispatch saw every block of this combine at that rank done (llComb); an
@@ -1183,6 +1203,31 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
     __syncwarp();
     const u16* const* rs = slots.src[warp()];
     const float* ws = slots.w[warp()];
+    float* dst = reinterpret_cast<float*>(peerAt(comm, a, world, s, a.offLLPart + ((u64)me * maxLL + t) * prs));
+    int c0, c1;
+    cols(sl, &c0, &c1);
+    u64* const flag = reinterpret_cast<u64*>(peerAt(comm, a, world, s, a.offLLFlag + (((u64)me * maxLL + t) * fs + sl) * 8));
+    if (m == 1) {
+      // One pair here: its bf16 row goes as it is, half the bytes of a
+      // float32 partial, and the source multiplies it by the weight
+      // (step 4). No weight to wait for.
+      if (vec) {
+        const uint2* y = reinterpret_cast<const uint2*>(rs[0]);
+        uint2* d = reinterpret_cast<uint2*>(dst);
+        const int q1 = c1 >> 2;
+        for (int qa = (c0 >> 2) + lane(); qa < q1; qa += 64) {
+          const int qb = qa + 32;
+          const uint2 ya = y[qa], yb = qb < q1 ? y[qb] : make_uint2(0, 0);
+          d[qa] = ya;
+          if (qb < q1) d[qb] = yb;
+        }
+      } else {
+        u16* d = reinterpret_cast<u16*>(dst);
+        for (int c = c0 + lane(); c < c1; c += 32) d[c] = rs[0][c];
+      }
+      __syncwarp();  // slots free
+      return flag;
+    }
     bool needW = true;
     auto weights = [&] {  // once, warp-uniform
       if (!needW) return;
@@ -1190,9 +1235,6 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
       __syncwarp();
       needW = false;
     };
-    float* dst = reinterpret_cast<float*>(peerAt(comm, a, world, s, a.offLLPart + ((u64)me * maxLL + t) * prs));
-    int c0, c1;
-    cols(sl, &c0, &c1);
     if (vec) {
       // A lane's two quads of up to four rows loaded at once, then added
       // in k order.
@@ -1228,7 +1270,7 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
       }
     }
     __syncwarp();  // slots free
-    return reinterpret_cast<u64*>(peerAt(comm, a, world, s, a.offLLFlag + (((u64)me * maxLL + t) * fs + sl) * 8));
+    return flag;
   };
   // The block's warps take items in step, and thread 0 publishes each
   // step's flags with one system fence for the whole block (cumulative
@@ -1267,14 +1309,30 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
   const int Hs = max(1, min(nw / max(T * S, 1), (vec ? H / 4 : H) / (32 * S)));
   for (int it = gw; it < T * S * Hs; it += nw) {
     const int t = it / (S * Hs), sl = (it / Hs) % S, h = it % Hs;
-    u32 m = 0;
+    // m: the ranks holding pairs of t; one: those holding exactly one,
+    // which sent that expert's bf16 row (step 2), lane r loading its
+    // weight into ws[r] (under the wait for the flag).
+    int rk = -1;
     if (lane() < K) {
       const int e = llEntryExpert((u32)route[t * K + lane()]);
-      if (e >= 0 && e < (int)a.experts && a.llSlotOf[t * K + lane()] >= 0) m = 1u << (e / L);
+      if (e >= 0 && e < (int)a.experts && a.llSlotOf[t * K + lane()] >= 0) rk = e / L;
     }
-#pragma unroll
-    for (int d = 16; d > 0; d >>= 1) m |= __shfl_xor_sync(0xffffffffu, m, d);
-    if (lane() < n && (m >> lane() & 1)) (void)llWordAcquire(a, gin, flags + ((u64)lane() * maxLL + t) * fs + sl, round, 0);
+    u32 m = 0, one = 0;
+    int k1 = 0;
+    for (int r = 0; r < n; r++) {
+      const u32 b = __ballot_sync(0xffffffffu, rk == r);
+      if (b != 0) m |= 1u << r;
+      if (__popc(b) == 1) {
+        one |= 1u << r;
+        if (lane() == r) k1 = __ffs(b) - 1;
+      }
+    }
+    float* ws = slots.w[warp()];
+    if (lane() < n && (m >> lane() & 1)) {
+      const float w1 = one >> lane() & 1 ? wts[t * K + k1] : 0.f;
+      (void)llWordAcquire(a, gin, flags + ((u64)lane() * maxLL + t) * fs + sl, round, 0);
+      ws[lane()] = w1;
+    }
     __syncwarp();
     u16* o = out + (u64)t * H;
     int c0, c1;
@@ -1286,10 +1344,18 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
         float acc0[4] = {0, 0, 0, 0}, acc1[4] = {0, 0, 0, 0};
         for (int r = 0; r < n; r++) {
           if (!(m >> r & 1)) continue;
-          const float4* p = reinterpret_cast<const float4*>(lb + a.offLLPart + ((u64)r * maxLL + t) * prs);
-          const float4 x0 = p[q], x1 = two ? p[q + 32] : make_float4(0, 0, 0, 0);
-          acc0[0] += x0.x, acc0[1] += x0.y, acc0[2] += x0.z, acc0[3] += x0.w;
-          acc1[0] += x1.x, acc1[1] += x1.y, acc1[2] += x1.z, acc1[3] += x1.w;
+          const char* p = lb + a.offLLPart + ((u64)r * maxLL + t) * prs;
+          if (one >> r & 1) {
+            const uint2* y = reinterpret_cast<const uint2*>(p);
+            const uint2 y0 = y[q], y1 = two ? y[q + 32] : make_uint2(0, 0);
+            addScaled4(acc0, y0, ws[r]);
+            addScaled4(acc1, y1, ws[r]);
+          } else {
+            const float4* x = reinterpret_cast<const float4*>(p);
+            const float4 x0 = x[q], x1 = two ? x[q + 32] : make_float4(0, 0, 0, 0);
+            acc0[0] += x0.x, acc0[1] += x0.y, acc0[2] += x0.z, acc0[3] += x0.w;
+            acc1[0] += x1.x, acc1[1] += x1.y, acc1[2] += x1.z, acc1[3] += x1.w;
+          }
         }
         reinterpret_cast<uint2*>(o)[q] = make_uint2((u32)bf16(acc0[0]) | ((u32)bf16(acc0[1]) << 16),
                                                     (u32)bf16(acc0[2]) | ((u32)bf16(acc0[3]) << 16));
@@ -1301,11 +1367,16 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
       const int n1 = c1 - c0, d0 = c0 + (int)((i64)n1 * h / Hs), d1 = c0 + (int)((i64)n1 * (h + 1) / Hs);
       for (int c = d0 + lane(); c < d1; c += 32) {
         float acc = 0.f;
-        for (int r = 0; r < n; r++)
-          if (m >> r & 1) acc += reinterpret_cast<const float*>(lb + a.offLLPart + ((u64)r * maxLL + t) * prs)[c];
+        for (int r = 0; r < n; r++) {
+          if (!(m >> r & 1)) continue;
+          const char* p = lb + a.offLLPart + ((u64)r * maxLL + t) * prs;
+          acc += one >> r & 1 ? __fmul_rn(ws[r], bf16f(reinterpret_cast<const u16*>(p)[c]))
+                              : reinterpret_cast<const float*>(p)[c];
+        }
         o[c] = bf16(acc);
       }
     }
+    __syncwarp();  // ws free
   }
   TRACE_BAR_MAX(trCEnd);
 }
