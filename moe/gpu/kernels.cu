@@ -106,6 +106,7 @@ enum { maxRanks = MOE_MAX_RANKS, maxTopK = MOE_MAX_TOPK };
 // (trDStart, trCStart) or the latest block's (the others), read and reset
 // by moe_trace_dump (Handle.TraceLL; lowlatency.go names them).
 enum { trSyncEnd, trDStart, trDEntry, trDPull, trDEnd, trCStart, trCStores, trCFlags, trCEnd, trSlots };
+static_assert(trSlots == MOE_TRACE_SLOTS, "trace slots: moe/gpu/lowlatency.go and kernels.cu disagree");
 __device__ u64 moeTrace[trSlots];
 #ifdef MOE_TRACE
 __device__ __forceinline__ u64 gtime() {
