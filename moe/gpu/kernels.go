@@ -21,10 +21,9 @@ const kernelName = "moe_kernels.cu"
 // compileOptions are the NVRTC options of kernels.cu: the size of Args
 // and the trace's slot count, which kernels.cu checks against its own
 // (static_asserts), and the bounds of Config its shared arrays are sized
-// by; with
-// RDMACTOR_MOE_TRACE set in the environment, the low-latency kernels also
-// record the %globaltimer trace that Handle.TraceLL reads (a few atomics
-// per block; the jit cache keys on the options).
+// by; with RDMACTOR_MOE_TRACE set in the environment, the low-latency
+// kernels also record the %globaltimer trace that Handle.TraceLL reads (a
+// few atomics per block; the jit cache keys on the options).
 func compileOptions() []string {
 	o := []string{fmt.Sprintf("-DMOE_ARGS_WORDS=%d", argWords),
 		fmt.Sprintf("-DMOE_MAX_RANKS=%d", maxRanks), fmt.Sprintf("-DMOE_MAX_TOPK=%d", maxTopK),
