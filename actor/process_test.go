@@ -130,8 +130,8 @@ func roleDeathWatch() error {
 	return n.Close()
 }
 
-// watchRankTwo joins the job with an echo actor on every rank and, on the
-// ranks other than 2, a watcher of rank 2's echo whose Terminated notices
+// watchRankTwo joins the job with an echo actor on every rank and, once
+// every rank has spawned it, on the ranks other than 2, a watcher of rank 2's echo whose Terminated notices
 // go to the returned channel (of capacity depth).
 func watchRankTwo(ctx context.Context, depth int) (*actor.Node, chan *actor.Terminated, *actor.PID, error) {
 	n, err := actor.Init(ctx, actor.Config{})
@@ -139,6 +139,11 @@ func watchRankTwo(ctx context.Context, depth int) (*actor.Node, chan *actor.Term
 		return nil, nil, nil, err
 	}
 	if _, err := n.SpawnNamed(actor.PropsFromFunc(echo), "echo"); err != nil {
+		return nil, nil, nil, err
+	}
+	// Rank 2's echo exists before anyone watches it: a watch that came
+	// first would be answered Terminated{NotFound}.
+	if err := n.Barrier(ctx); err != nil {
 		return nil, nil, nil, err
 	}
 	terminated := make(chan *actor.Terminated, depth)
