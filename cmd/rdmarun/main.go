@@ -15,8 +15,9 @@
 // -transport) and RDMACTOR_JOB set (see internal/launch); each line of its output is
 // prefixed "[<rank>] ". Flags end at prog: what follows is prog's. When a
 // rank fails, the others are killed (SIGTERM, then SIGKILL after 2 s); so
-// are all on -timeout, SIGINT or SIGTERM. Once all have exited, the job's
-// shared-memory files are removed.
+// are all on -timeout (SIGQUIT first with -dump-on-timeout, so that Go
+// ranks print their goroutines' stacks), SIGINT or SIGTERM. Once all have
+// exited, the job's shared-memory files are removed.
 //
 // Across hosts, run rdmarun on each node with the same -nnodes, -np and
 // -master and the node's own -node-rank: node K starts ranks K*M .. K*M+M-1
@@ -63,6 +64,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	np := fs.Int("np", 1, "number of ranks (on this node)")
 	transport := fs.String("transport", "", "rdma provider the ranks use (RDMACTOR_TRANSPORT); default: as in this environment, else the program's own (auto where registered: shm within a host, ofi between hosts)")
 	timeout := fs.Duration("timeout", 0, "kill all ranks and fail after this long (0: no limit)")
+	dump := fs.Bool("dump-on-timeout", false, "on -timeout, send SIGQUIT before SIGKILL rather than SIGTERM: Go ranks print every goroutine's stack (where a hung rank waits)")
 	host := fs.String("host", "127.0.0.1", "host of the bootstrap address (rank 0's control endpoint), on one node")
 	keepGoing := fs.Bool("keep-going", false, "when a rank fails, report it and let the others run on (as a supervisor would); the exit status is still the first failure's")
 	nnodes := fs.Int("nnodes", 1, "number of nodes, each running rdmarun with the same -np")
@@ -108,12 +110,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 				fmt.Fprintf(stderr, "rdmarun: rank %d exited with code %d; the others run on (-keep-going)\n", r.Rank, r.ExitCode)
 			}
 		},
-		Timeout:   *timeout,
-		Host:      *host,
-		Addr:      *master,
-		WorldSize: *nnodes * *np,
-		RankBase:  *nodeRank * *np,
-		Cleanup:   shm.Cleanup,
+		Timeout:       *timeout,
+		DumpOnTimeout: *dump,
+		Host:          *host,
+		Addr:          *master,
+		WorldSize:     *nnodes * *np,
+		RankBase:      *nodeRank * *np,
+		Cleanup:       shm.Cleanup,
 	})
 	if err == nil {
 		return 0

@@ -2,6 +2,7 @@ package launch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -82,13 +83,13 @@ func (j *job) wait(ctx context.Context, startErr error) error {
 			if stopErr == nil && first == nil {
 				stopErr = fmt.Errorf("%w after %v", ErrTimeout, j.o.Timeout)
 			}
-			j.stop()
+			j.stopWith(j.o.DumpOnTimeout)
 		case <-done:
 			done = nil
 			if stopErr == nil && first == nil {
 				stopErr = fmt.Errorf("launch: %w", context.Cause(ctx))
 			}
-			j.stop()
+			j.stopWith(j.o.DumpOnTimeout && errors.Is(ctx.Err(), context.DeadlineExceeded))
 		}
 	}
 	close(j.allDone)
@@ -100,10 +101,18 @@ func (j *job) wait(ctx context.Context, startErr error) error {
 }
 
 // stop terminates every running rank: SIGTERM now, SIGKILL after KillGrace.
-func (j *job) stop() {
+func (j *job) stop() { j.stopWith(false) }
+
+// stopWith is stop, with SIGQUIT instead of SIGTERM when quit is set
+// (Options.DumpOnTimeout).
+func (j *job) stopWith(quit bool) {
 	j.stopOnce.Do(func() {
 		for _, p := range j.procs {
-			p.terminate()
+			if quit {
+				p.quit()
+			} else {
+				p.terminate()
+			}
 		}
 		go func() {
 			select {

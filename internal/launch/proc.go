@@ -54,7 +54,7 @@ func (p *rankProc) wait() {
 	p.mu.Lock()
 	p.reaped = true
 	p.mu.Unlock()
-	killGroup(p.cmd.Process, true)
+	killGroup(p.cmd.Process, sigKill)
 	p.res = Result{Rank: p.rank}
 	if err != nil {
 		p.res.Err = err
@@ -63,16 +63,28 @@ func (p *rankProc) wait() {
 }
 
 // terminate asks the rank's process group to end (SIGTERM).
-func (p *rankProc) terminate() { p.signal(false) }
+func (p *rankProc) terminate() { p.signal(sigTerm) }
+
+// quit asks the rank's process group to dump its stacks and end (SIGQUIT).
+func (p *rankProc) quit() { p.signal(sigQuit) }
 
 // kill kills the rank's process group (SIGKILL).
-func (p *rankProc) kill() { p.signal(true) }
+func (p *rankProc) kill() { p.signal(sigKill) }
 
-func (p *rankProc) signal(kill bool) {
+// stopSignal is how a rank is asked to end.
+type stopSignal int
+
+const (
+	sigTerm stopSignal = iota
+	sigQuit
+	sigKill
+)
+
+func (p *rankProc) signal(s stopSignal) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.reaped {
-		killGroup(p.cmd.Process, kill)
+		killGroup(p.cmd.Process, s)
 	}
 }
 

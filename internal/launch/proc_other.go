@@ -11,7 +11,7 @@ import (
 func setProcAttr(*exec.Cmd) {}
 
 // killGroup kills only the rank's process (no groups, no SIGTERM here).
-func killGroup(p *os.Process, _ bool) { _ = p.Kill() }
+func killGroup(p *os.Process, _ stopSignal) { _ = p.Kill() }
 
 // signalCode returns 1: no signals here.
 func signalCode(*exec.ExitError) int { return 1 }

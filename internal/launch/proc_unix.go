@@ -14,11 +14,14 @@ func setProcAttr(cmd *exec.Cmd) {
 	setParentDeathSignal(cmd.SysProcAttr)
 }
 
-// killGroup sends SIGKILL (kill) or SIGTERM to the process group that p leads;
-// a group already gone is not an error.
-func killGroup(p *os.Process, kill bool) {
+// killGroup sends s (SIGTERM, SIGQUIT or SIGKILL) to the process group
+// that p leads; a group already gone is not an error.
+func killGroup(p *os.Process, s stopSignal) {
 	sig := syscall.SIGTERM
-	if kill {
+	switch s {
+	case sigQuit:
+		sig = syscall.SIGQUIT
+	case sigKill:
 		sig = syscall.SIGKILL
 	}
 	_ = syscall.Kill(-p.Pid, sig)

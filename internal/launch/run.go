@@ -49,6 +49,13 @@ type Options struct {
 	// Timeout, if > 0, kills every rank once it has passed and makes Run
 	// fail with ErrTimeout.
 	Timeout time.Duration
+	// DumpOnTimeout makes a job stopped by Timeout or by the deadline of
+	// Run's context send SIGQUIT instead of SIGTERM first: a Go rank then
+	// prints every goroutine's stack to its stderr (which Run forwards)
+	// and exits, so a hung rank says where it hung. SIGKILL follows after
+	// KillGrace as for SIGTERM. A cancelled context still sends SIGTERM;
+	// where there are no signals (not unix) it changes nothing.
+	DumpOnTimeout bool
 	// Host is the host of the bootstrap address (rank 0's control
 	// endpoint) when Addr is not set: rank 0 listens on a free port of it;
 	// default 127.0.0.1.

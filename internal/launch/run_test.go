@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -137,6 +138,50 @@ func TestTimeout(t *testing.T) {
 		t.Errorf("took %v", took)
 	}
 }
+
+// DumpOnTimeout: a job stopped by its Timeout or its context's deadline
+// gets SIGQUIT first (a Go rank dumps its stacks); a cancelled one SIGTERM.
+func TestDumpOnTimeout(t *testing.T) {
+	const script = `trap 'echo got QUIT; exit 3' QUIT; trap 'echo got TERM; exit 4' TERM; sleep 30 & wait`
+	for _, c := range []struct {
+		name   string
+		ctx    func() (context.Context, context.CancelFunc)
+		tmo    time.Duration
+		dump   bool
+		want   string
+		wantEr error
+	}{
+		{"timeout", noCtx, 300 * time.Millisecond, true, "got QUIT", launch.ErrTimeout},
+		{"timeout, no dump", noCtx, 300 * time.Millisecond, false, "got TERM", launch.ErrTimeout},
+		{"deadline", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 300*time.Millisecond)
+		}, 0, true, "got QUIT", context.DeadlineExceeded},
+		{"cancel", func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(300*time.Millisecond, cancel)
+			return ctx, cancel
+		}, 0, true, "got TERM", context.Canceled},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var out bytes.Buffer
+			o := sh(2, script)
+			o.Stdout, o.Timeout, o.DumpOnTimeout = &out, c.tmo, c.dump
+			ctx, cancel := c.ctx()
+			defer cancel()
+			res, err := launch.Run(ctx, o)
+			if !errors.Is(err, c.wantEr) {
+				t.Fatalf("Run: %v, want %v", err, c.wantEr)
+			}
+			for _, r := range res {
+				if line := fmt.Sprintf("[%d] %s", r.Rank, c.want); !strings.Contains(out.String(), line) {
+					t.Errorf("output %q lacks %q", out.String(), line)
+				}
+			}
+		})
+	}
+}
+
+func noCtx() (context.Context, context.CancelFunc) { return context.Background(), func() {} }
 
 func TestContextCancel(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)

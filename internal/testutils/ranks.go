@@ -41,6 +41,7 @@ func RunRanksOpts(t testing.TB, o launch.Options, role string) []launch.Result {
 	// Should the binary not honor EnvRole, it runs no test rather than all.
 	o.Args = []string{"-test.run=^$"}
 	o.Env = append(append([]string(nil), o.Env...), EnvRole+"="+role, raceOptions())
+	o.DumpOnTimeout = true // a rank that hangs shows its goroutines in the log
 	w := &logWriter{t: t}
 	o.Stdout, o.Stderr = w, w
 	start := time.Now()
