@@ -801,19 +801,12 @@ __device__ __forceinline__ u32 llEntryWord(int e, int slot) { return (u32)(e + 1
 __device__ __forceinline__ int llEntryExpert(u32 v) { return (int)(v & 0x1fff) - 1; }
 __device__ __forceinline__ int llEntrySlot(u32 v) { return (int)(v >> 13) - 1; }
 
-// llPutRelease is llPut as a release at system scope: a reader that
-// acquires the word sees every write the block barrier ordered before it
-// (the dispatch's rows put ahead of their entry words).
-__device__ __forceinline__ void llPutRelease(u64* p, u32 v, u64 round) {
-  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"((u64)v | round << 32) : "memory");
-}
-
 // llWord waits until route word p carries round's flag and returns its
 // value; if the host aborts first, it records ErrAborted and returns dflt.
 // It polls and sleeps ~64 ns between polls after the first 8: receivers
 // poll while rows still land in their memory over NVLink, and back-to-back
 // polls slow those writes (gin__funcs.cuh: waitWord). With Acquire, every
-// poll is an acquire load (pairs with llPutRelease, or a fence and llPut):
+// poll is an acquire load (pairs with a system fence and llPut after it):
 // the value is there on the first poll or soon after, and an acquire load
 // after the relaxed poll that saw it cost a round trip more.
 template <bool Acquire>
@@ -900,9 +893,11 @@ __device__ __forceinline__ void pullRows(int nb, int V, const uint4* const* src,
 // into llStage; bf16 rows copied into Input unless x is Input), computes
 // its pairs' slots (token order at every expert) for CombineLL and writes
 // them to every rank as entry words; tokens past T get entry words too (no
-// expert), so receivers need not know T first. Where it staged, an entry
-// word is a release (st.release.sys) after the barrier that follows the
-// staging, so a receiver that reads it (ld.acquire.sys) reads the row.
+// expert), so receivers need not know T first. Where it staged, each
+// thread that writes entry words fences once at system scope after the
+// barrier that follows the staging and then writes them relaxed (a
+// release pattern), so a receiver that reads one (ld.acquire.sys) reads
+// the row.
 // As a receiver, worker b reads the entry words of its range of every
 // source (this rank's own among them) and pulls each token routed here
 // once, through the LSA mapping, storing it from registers into the slot
@@ -995,12 +990,23 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
       for (int t = u0; t < u1; t++) blockCopy(lb + a.offInput + (u64)t * a.rs, x + (u64)t * xStride, a.hidden * 2);
 
     // 3. The range's slots, for CombineLL and as entry words at every rank
-    // (the barrier below orders the staging before the releases): the
+    // (the barrier below orders the staging before the fence): the
     // pairs before the range counted per expert into hist, then batches
     // of 32 tokens.
     if (b == R) __syncthreads();  // a grid of one block: hist free
     for (int i = threadIdx.x; i < E; i += blockDim.x) hist[i] = 0;
     __syncthreads();
+    // Where it staged, each thread that writes entry words fences once at
+    // system scope here, after the barrier that follows the staging
+    // (fence.acq_rel.sys is cumulative over the writes the barrier ordered
+    // before it), and every entry word it writes later is a relaxed store:
+    // a fence followed in program order by a strong write is a release
+    // pattern (PTX ISA 8.x, memory consistency model), so a receiver that
+    // acquires the word reads the row. The fence waits for the staging to
+    // land while the block counts the prefix; a release per entry word
+    // would wait again for the previous rank's NVLink store (n - 1 waits
+    // a token).
+    if (staged && warp() < min(32, t1 - t0) && lane() < K) asm volatile("fence.acq_rel.sys;" ::: "memory");
     auto place = [&](int i, int e) {
       if (i >= pfx)
         sRoute[i - pfx] = e;
@@ -1027,11 +1033,7 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
         const int q = (c0 + warp()) * K + lane();
         if (c0 + warp() < T) a.llSlotOf[q] = slot;
         const u32 v = llEntryWord(rel, slot);
-        for (int r = 0; r < n; r++)
-          if (staged && r != me)
-            llPutRelease(sTo[r] + llEntry + q, v, round);
-          else
-            llPut(sTo[r] + llEntry + q, v, round);
+        for (int r = 0; r < n; r++) llPut(sTo[r] + llEntry + q, v, round);  // after the fence above
       }
       __syncthreads();
       batchCount(sRoute, nb, K, E, hist);
