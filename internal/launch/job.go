@@ -83,13 +83,13 @@ func (j *job) wait(ctx context.Context, startErr error) error {
 			if stopErr == nil && first == nil {
 				stopErr = fmt.Errorf("%w after %v", ErrTimeout, j.o.Timeout)
 			}
-			j.stopWith(j.o.DumpOnTimeout)
+			j.stopWith(j.overdue(true))
 		case <-done:
 			done = nil
 			if stopErr == nil && first == nil {
 				stopErr = fmt.Errorf("launch: %w", context.Cause(ctx))
 			}
-			j.stopWith(j.o.DumpOnTimeout && errors.Is(ctx.Err(), context.DeadlineExceeded))
+			j.stopWith(j.overdue(errors.Is(ctx.Err(), context.DeadlineExceeded)))
 		}
 	}
 	close(j.allDone)
@@ -101,18 +101,22 @@ func (j *job) wait(ctx context.Context, startErr error) error {
 }
 
 // stop terminates every running rank: SIGTERM now, SIGKILL after KillGrace.
-func (j *job) stop() { j.stopWith(false) }
+func (j *job) stop() { j.stopWith(sigTerm) }
 
-// stopWith is stop, with SIGQUIT instead of SIGTERM when quit is set
-// (Options.DumpOnTimeout).
-func (j *job) stopWith(quit bool) {
+// overdue is the first signal of a job stopped for its time (timedOut):
+// SIGQUIT with Options.DumpOnTimeout, else SIGTERM.
+func (j *job) overdue(timedOut bool) stopSignal {
+	if timedOut && j.o.DumpOnTimeout {
+		return sigQuit
+	}
+	return sigTerm
+}
+
+// stopWith is stop with first signal s instead of SIGTERM.
+func (j *job) stopWith(s stopSignal) {
 	j.stopOnce.Do(func() {
 		for _, p := range j.procs {
-			if quit {
-				p.quit()
-			} else {
-				p.terminate()
-			}
+			p.signal(s)
 		}
 		go func() {
 			select {

@@ -62,16 +62,11 @@ func (p *rankProc) wait() {
 	}
 }
 
-// terminate asks the rank's process group to end (SIGTERM).
-func (p *rankProc) terminate() { p.signal(sigTerm) }
-
-// quit asks the rank's process group to dump its stacks and end (SIGQUIT).
-func (p *rankProc) quit() { p.signal(sigQuit) }
-
 // kill kills the rank's process group (SIGKILL).
 func (p *rankProc) kill() { p.signal(sigKill) }
 
-// stopSignal is how a rank is asked to end.
+// stopSignal is how a rank is asked to end: SIGTERM, SIGQUIT (dump the
+// stacks, then end) or SIGKILL.
 type stopSignal int
 
 const (
@@ -80,6 +75,7 @@ const (
 	sigKill
 )
 
+// signal sends s to the rank's process group unless it was reaped.
 func (p *rankProc) signal(s stopSignal) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
