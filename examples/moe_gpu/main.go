@@ -651,27 +651,35 @@ func (r *runner) report(mode string, s stats, dispBytes, combBytes, rowsPerPair 
 // and each kernel's span from its first block's start to its last block's
 // end.
 func (r *runner) printTrace(mode string) {
-	med := func(f func(gpumoe.LLTrace) time.Duration) float64 {
+	type T = gpumoe.LLTrace
+	points := []struct {
+		name string
+		at   func(T) time.Duration
+	}{
+		{"dispatch start", func(t T) time.Duration { return t.DispatchStart }},
+		{"entries", func(t T) time.Duration { return t.DispatchEntries }},
+		{"pull", func(t T) time.Duration { return t.DispatchPull }},
+		{"end", func(t T) time.Duration { return t.DispatchEnd }},
+		{"| combine start", func(t T) time.Duration { return t.CombineStart }},
+		{"stores", func(t T) time.Duration { return t.CombineStores }},
+		{"flags", func(t T) time.Duration { return t.CombineFlags }},
+		{"end", func(t T) time.Duration { return t.CombineEnd }},
+		{"| kernel spans: dispatch", func(t T) time.Duration { return t.DispatchEnd - t.DispatchStart }},
+		{"combine", func(t T) time.Duration { return t.CombineEnd - t.CombineStart }},
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "   trace rank %d %s (us after the start line):", r.me, mode)
+	for _, p := range points {
 		v := make([]float64, 0, len(r.traces))
 		for _, t := range r.traces {
-			v = append(v, f(t).Seconds()*1e6)
+			v = append(v, p.at(t).Seconds()*1e6)
 		}
-		if len(v) == 0 {
-			return 0
+		m := 0.0
+		if len(v) > 0 {
+			slices.Sort(v)
+			m = v[len(v)/2]
 		}
-		slices.Sort(v)
-		return v[len(v)/2]
+		fmt.Fprintf(&b, " %s %.2f", p.name, m)
 	}
-	fmt.Printf("   trace rank %d %s (us after the start line): dispatch start %.2f entries %.2f pull %.2f end %.2f | combine start %.2f stores %.2f flags %.2f end %.2f | kernel spans: dispatch %.2f combine %.2f\n",
-		r.me, mode,
-		med(func(t gpumoe.LLTrace) time.Duration { return t.DispatchStart }),
-		med(func(t gpumoe.LLTrace) time.Duration { return t.DispatchEntries }),
-		med(func(t gpumoe.LLTrace) time.Duration { return t.DispatchPull }),
-		med(func(t gpumoe.LLTrace) time.Duration { return t.DispatchEnd }),
-		med(func(t gpumoe.LLTrace) time.Duration { return t.CombineStart }),
-		med(func(t gpumoe.LLTrace) time.Duration { return t.CombineStores }),
-		med(func(t gpumoe.LLTrace) time.Duration { return t.CombineFlags }),
-		med(func(t gpumoe.LLTrace) time.Duration { return t.CombineEnd }),
-		med(func(t gpumoe.LLTrace) time.Duration { return t.DispatchEnd - t.DispatchStart }),
-		med(func(t gpumoe.LLTrace) time.Duration { return t.CombineEnd - t.CombineStart }))
+	fmt.Println(b.String())
 }
