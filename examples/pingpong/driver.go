@@ -66,13 +66,18 @@ func drive(ctx context.Context, r *rank, o options) error {
 			break
 		}
 		for _, t := range r.order {
-			for range o.idleN {
+			// One round trip first, not timed: without it the first timed
+			// one would follow the other transports' figures (seconds of
+			// this transport's idleness), not one pause.
+			for i := -1; i < o.idleN; i++ {
 				time.Sleep(o.pause)
 				s, err := pingRounds(ctx, t, 1, o.size)
 				if err != nil {
 					return err
 				}
-				res[t.name].rttIdle = append(res[t.name].rttIdle, s...)
+				if i >= 0 {
+					res[t.name].rttIdle = append(res[t.name].rttIdle, s...)
+				}
 			}
 		}
 	}
