@@ -87,10 +87,7 @@ type IdleStrategy = idle.Strategy
 // when nothing else runs), then blocks. The spin phase outlasts a round
 // trip and a burst's gaps, so busy traffic never pays a wake-up, and is
 // shorter than a wake-up from a blocked wait costs on small VMs (a few
-// hundred µs), so an idle rank costs little CPU. Where a wait drives the
-// provider's progress and can block in it (ofi), each poll is a system
-// call, so its polling phases end after idle.MaxDrivenSpin (200 µs) even
-// if polls remain.
+// hundred µs), so an idle rank costs little CPU.
 var DefaultIdle = idle.Default
 
 // OversubscribedIdle is the default on a host with more ranks than

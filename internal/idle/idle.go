@@ -68,20 +68,6 @@ const (
 	MaxBlockDriven = 10 * time.Second
 )
 
-// MaxDrivenSpin bounds the polling phases (Spins, then Yields) of a wait
-// that can block in its Driver (a Blocker): past it the wait blocks even
-// if polls remain, as long as Default's phases last where a poll is a load
-// (shm). A poll of ofi's completion queue is a cgo call that often enters
-// the kernel (tcp;ofi_rxm reads its sockets), about a microsecond, so
-// Default's 1280 polls would keep a core busy for 1 to 3 ms per wait: with
-// the bound a wait whose signal comes 2 ms late costs about 0.7 ms of CPU
-// instead of about 3 ms (gin's BenchmarkLateSignal, docs/benchmarks.md).
-const MaxDrivenSpin = 200 * time.Microsecond
-
-// drivenClockEvery is how many polls of a driven wait pass between two
-// reads of the clock for MaxDrivenSpin.
-const drivenClockEvery = 8
-
 // checkEvery is how often the spin and yield phases report to the caller
 // (as if parked), so that a cancelled context ends even a long spin.
 const checkEvery = 256
@@ -94,7 +80,6 @@ type Backoff struct {
 	n     int
 	sleep time.Duration
 	blk   time.Duration // next block in a Blocker's PollWait
-	t0    time.Time     // a Blocker wait's first Idle, for MaxDrivenSpin
 
 	bell    Bell
 	spin    func() int // polled in the spin and yield phases before the bell (SpinWith)
@@ -174,9 +159,6 @@ func (b *Backoff) SpinWith(poll func() int) { b.spin = poll }
 func (b *Backoff) Idle() (parked bool) {
 	b.n++
 	if b.d != nil {
-		if b.blocker != nil && b.n <= b.s.Spins+b.s.Yields && b.n%drivenClockEvery == 1 {
-			b.spinBudget()
-		}
 		if b.n <= b.s.Spins {
 			b.d.Poll()
 			return b.n%checkEvery == 0
@@ -232,16 +214,6 @@ func (b *Backoff) Idle() (parked bool) {
 	return true
 }
 
-// spinBudget ends a Blocker wait's polling phases once they have lasted
-// MaxDrivenSpin.
-func (b *Backoff) spinBudget() {
-	if b.t0.IsZero() {
-		b.t0 = time.Now()
-	} else if time.Since(b.t0) >= MaxDrivenSpin {
-		b.n = b.s.Spins + b.s.Yields + 1
-	}
-}
-
 // block is Idle's phase on a Bell: arm (and return, for the caller's
 // re-check), then sleep until a ring, ctx's end or MaxBlock.
 func (b *Backoff) block() bool {
@@ -269,7 +241,7 @@ func (b *Backoff) blockFor(most time.Duration) time.Duration {
 // Reset starts the phases over, after progress was made. It disarms the
 // Bell, so that puts ring no futex while the waiter spins again.
 func (b *Backoff) Reset() {
-	b.n, b.sleep, b.blk, b.t0 = 0, b.s.MinSleep, 0, time.Time{}
+	b.n, b.sleep, b.blk = 0, b.s.MinSleep, 0
 	if b.armed {
 		b.bell.Disarm()
 		b.armed = false

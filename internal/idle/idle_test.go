@@ -1,12 +1,10 @@
 package idle
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 func TestBackoffPhases(t *testing.T) {
@@ -64,39 +62,4 @@ func TestDrivenNil(t *testing.T) {
 	// A nil Driver (a provider that is not an rdma.Poller) is New.
 	s := Strategy{Spins: 1, Yields: 1, MinSleep: time.Microsecond, MaxSleep: time.Microsecond}
 	assert.Equal(t, New(s), NewDriven(s, nil))
-}
-
-// slowBlocker is a Blocker whose polls cost cost each, as a cgo read of a
-// completion queue that enters the kernel does.
-type slowBlocker struct {
-	driver
-	cost time.Duration
-}
-
-func (d *slowBlocker) Poll() int {
-	d.polls++
-	time.Sleep(d.cost)
-	return 0
-}
-func (d *slowBlocker) Blocks() bool { return true }
-func (d *slowBlocker) Kick()        {}
-
-func TestDrivenSpinBudget(t *testing.T) {
-	// Default's 1280 polls at 10 µs each would be 12.8 ms of polling; the
-	// wait blocks once MaxDrivenSpin has passed instead, within a clock
-	// check's polls of it.
-	d := &slowBlocker{cost: 10 * time.Microsecond}
-	b := NewDrivenCtx(context.Background(), Default, d)
-	defer b.Stop()
-	start := time.Now()
-	for len(d.waits) == 0 {
-		b.Idle()
-		require.Less(t, d.polls, Default.Spins+Default.Yields, "the polling phases ran to their end")
-	}
-	took := time.Since(start)
-	assert.GreaterOrEqual(t, took, MaxDrivenSpin, "blocked before the budget")
-	assert.Less(t, d.polls, int(MaxDrivenSpin/d.cost)+2*drivenClockEvery)
-	b.Reset()
-	assert.False(t, b.Idle(), "reset starts with polling again")
-	assert.Empty(t, d.waits[1:], "and no block right after it")
 }
