@@ -623,16 +623,32 @@ __device__ __forceinline__ void reduceRow(u16* out, int hidden, int sl, int S, i
                                           const float* w) {
   if (((u64)out & 15) == 0 && (hidden & 7) == 0) {
     const int nv = hidden >> 3, v0 = (int)((i64)nv * sl / S), v1 = (int)((i64)nv * (sl + 1) / S);
+    const uint4 z = make_uint4(0, 0, 0, 0);
     for (int v = v0 + lane(); v < v1; v += 64) {
       float acc0[8] = {0, 0, 0, 0, 0, 0, 0, 0}, acc1[8] = {0, 0, 0, 0, 0, 0, 0, 0};
       const bool two = v + 32 < v1;
-      for (int j = 0; j < nsrc; j++) {
-        const uint4* sv = reinterpret_cast<const uint4*>(src[j]);
-        if (sv == nullptr) continue;
-        const uint4 x0 = sv[v];
-        const uint4 x1 = two ? sv[v + 32] : make_uint4(0, 0, 0, 0);
-        accumulate8(acc0, x0, w[j]);
-        if (two) accumulate8(acc1, x1, w[j]);
+      // Two sources at a time: their four loads in flight together, then
+      // the sums in source order.
+      for (int j = 0; j < nsrc; j += 2) {
+        const uint4* s0 = reinterpret_cast<const uint4*>(src[j]);
+        const uint4* s1 = j + 1 < nsrc ? reinterpret_cast<const uint4*>(src[j + 1]) : nullptr;
+        uint4 a0 = z, a1 = z, b0 = z, b1 = z;
+        if (s0 != nullptr) {
+          a0 = s0[v];
+          if (two) a1 = s0[v + 32];
+        }
+        if (s1 != nullptr) {
+          b0 = s1[v];
+          if (two) b1 = s1[v + 32];
+        }
+        if (s0 != nullptr) {
+          accumulate8(acc0, a0, w[j]);
+          if (two) accumulate8(acc1, a1, w[j]);
+        }
+        if (s1 != nullptr) {
+          accumulate8(acc0, b0, w[j + 1]);
+          if (two) accumulate8(acc1, b1, w[j + 1]);
+        }
       }
       reinterpret_cast<uint4*>(out)[v] = pack8(acc0);
       if (two) reinterpret_cast<uint4*>(out)[v + 32] = pack8(acc1);
