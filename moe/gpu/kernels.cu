@@ -7,13 +7,17 @@
 // combine.go, lowlatency.go), with the data movement done by kernels and
 // every phase on the GPU (no host round trip between phases):
 //
-//   layout          one block: token -> rank masks, send positions (a block
-//                   scan per rank), tokens per rank and per expert (DeepEP's
-//                   get_dispatch_layout), then puts this rank's count header
-//                   to every rank with SignalAdd(cnt[me], 1) (DeepEP's
-//                   notify_dispatch). Block 0 of moe_dispatch runs it, or
-//                   moe_layout, a kernel of its own, when traced.
+//   layout          token -> rank masks, send positions, tokens per rank
+//                   and per expert (DeepEP's get_dispatch_layout), then
+//                   this rank's count header put to every rank with
+//                   SignalAdd(cnt[me], 1) (DeepEP's notify_dispatch). Every
+//                   block of moe_dispatch computes a share (gridLayout: a
+//                   warp per 32 tokens; the last block done puts the
+//                   header), or, when traced, moe_layout alone in one
+//                   block (layout).
 //   moe_dispatch    normal mode: waits for every rank's counts; each block
+//                   counts its send positions (the layout's per-chunk
+//                   counts before its range) and
 //                   streams a contiguous token range to one destination:
 //                   runs of rows and their routing entries straight into the
 //                   receiver's buffers (prefix sums over lower ranks give the
@@ -86,6 +90,7 @@ struct Args {
   int* tokPerExpert;   // [E]
   int* tokPerRank;     // [n]
   u32* finish;         // [2][n] dispatch completion per destination
+  u32* lay;            // the fused layout's scratch (gridLayout: Lay)
   int* llSlotOf;       // [maxLL][K] slot each pair got, -1 none
   u64* err;            // first error: code << 32 | detail
   int* recvTokPerExpert;  // [L] normal mode, rows per local expert received
@@ -328,8 +333,8 @@ __device__ bool waitAll(const Args& a, Gin& gin, SigOf sig, int skip, u64 least)
 // ---- layout (normal mode) ----
 
 // layout: the layout of a round, by one block of 1024 threads (moe_layout's
-// grid, or block 0 of moe_dispatch's). idx is [T][K] expert ids (-1:
-// dropped); dyn is (E + n + 40) ints of shared memory.
+// grid; a fused moe_dispatch runs gridLayout instead). idx is [T][K]
+// expert ids (-1: dropped); dyn is (E + n + 40) ints of shared memory.
 __device__ void layout(const DevComm& comm, const Args& a, const int* __restrict__ idx, int T, u64 round, int* dyn) {
   const int n = (int)a.n, K = (int)a.topk, E = (int)a.experts, L = (int)a.local, me = (int)a.rank;
   const int parity = (int)(round & 1);
@@ -470,12 +475,135 @@ __device__ __forceinline__ BlockDest blockDest(int b, int G, int n, int me) {
   }
 }
 
-// awaitLayout: the blocks of a fused moe_dispatch but block 0 wait for its
-// layout (this rank's count signal) polling fast for a few microseconds,
-// a short layout's time, then once a microsecond: 131 blocks polling
-// every 128 ns (gin's waitSignal) slowed the block that computes the
-// layout of 4096 tokens so much that the dispatch took 368 us instead of
-// 200 (docs/moe_gpu.md). waitAll follows, and ends the wait on abort.
+// Lay: the scratch of the fused layout in device state (plan.go: lay), u32
+// words: [2 parity][E][layLine] tokens per expert, one 128-byte line each
+// so that the grid's reductions on them spread over L2 slices (32 experts
+// to a line, the 32K reductions of 4096 tokens at top-8 held the header
+// back about 7 us: docs/moe_gpu.md), [2] arrival counters, [2] bad words
+// (~index of the lowest bad routing slot; 0: none), then
+// [ceil(MaxTokens/32)][n] tokens per 32-token chunk and rank. A round
+// uses its parity's words and zeroes the other parity's for the next
+// (nextLay); the chunk counts are written before they are read in the
+// same round.
+enum { layLine = 32 };
+struct Lay {
+  u32 *exp, *arrive, *bad, *chunk;  // exp: stride layLine
+};
+__device__ __forceinline__ Lay lay(const Args& a, int parity) {
+  const u64 X = 2 * a.experts * layLine;
+  return Lay{a.lay + parity * a.experts * layLine, a.lay + X + parity, a.lay + X + 2 + parity, a.lay + X + 4};
+}
+
+// nextLay: the last block of moe_dispatch zeroes the next round's layout
+// scratch and completion counters (that parity was last used two rounds
+// ago, by kernels that have returned).
+__device__ void nextLay(const Args& a, int parity) {
+  if (blockIdx.x != gridDim.x - 1) return;
+  const Lay nx = lay(a, parity ^ 1);
+  for (int i = threadIdx.x; i < (int)a.experts; i += blockDim.x) nx.exp[i * layLine] = 0;
+  for (int i = threadIdx.x; i < (int)a.n; i += blockDim.x) a.finish[(parity ^ 1) * a.n + i] = 0;
+  if (threadIdx.x == 0) {
+    *nx.arrive = 0;
+    *nx.bad = 0;
+  }
+}
+
+__device__ __forceinline__ u32 warpSum(u32 v) {
+#pragma unroll
+  for (int d = 16; d > 0; d >>= 1) v += __shfl_xor_sync(0xffffffffu, v, d);
+  return v;
+}
+
+// gridLayout: the layout of a round computed by every block of a fused
+// moe_dispatch: the same masks, counts and header as layout, in 32-token
+// chunks spread over the grid's warps (chunk c: block c % G, warp c / G);
+// layout's one block takes about 20 us for 4096 tokens at top-8
+// (docs/moe_gpu.md), all of it before any row moves. Each chunk's warp
+// writes its tokens' masks, adds its tokens' experts to the expert counts
+// (global reductions) and writes its rows per rank (Lay.chunk); every
+// block then adds 1 to the arrival counter, and the block that brings it
+// to G sums the chunk counts, writes the header and puts it to every
+// rank as layout does (SignalAdd cnt[me]). Send positions are not
+// computed here: each block of the dispatch counts its own (the chunk
+// counts before its token range, then a ballot per 32 tokens) and writes
+// them (Args.pos) for the combine.
+__device__ void gridLayout(const DevComm& comm, const Args& a, const int* __restrict__ idx, int T, u64 round) {
+  const int n = (int)a.n, K = (int)a.topk, E = (int)a.experts, L = (int)a.local, me = (int)a.rank;
+  const int parity = (int)(round & 1);
+  const int G = gridDim.x;
+  const Lay ly = lay(a, parity);
+  const int nch = (T + 31) / 32;
+  for (int c = warp() * G + blockIdx.x; c < nch; c += warps() * G) {
+    const int t = c * 32 + lane();
+    u32 m = 0, bad = 0;
+    if (t < T)
+      for (int k0 = 0; k0 < K; k0 += 8) {
+        int ids[8];
+#pragma unroll
+        for (int j = 0; j < 8; j++) ids[j] = k0 + j < K ? idx[t * K + k0 + j] : -1;
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+          const int e = ids[j];
+          if (e < -1 || e >= E) {
+            if (bad == 0) bad = ~(u32)(t * K + k0 + j);  // the token's lowest
+          } else if (e >= 0) {
+            atomicAdd(&ly.exp[e * layLine], 1u);
+            m |= 1u << (e / L);
+          }
+        }
+      }
+    if (bad != 0) atomicMax(ly.bad, bad);
+    if (t < T) a.masks[t] = m;
+    for (int r = 0; r < n; r++) {
+      const u32 b = __ballot_sync(0xffffffffu, (m >> r) & 1);
+      if (lane() == r) ly.chunk[c * n + r] = __popc(b);
+    }
+  }
+
+  // The last block to arrive (acquire: every block's writes above, which
+  // its barrier ordered before its release) writes and puts the header.
+  __shared__ int sLast;
+  __shared__ int sTot[maxRanks];
+  __syncthreads();
+  if (threadIdx.x == 0) sLast = atomAddAcqRel(ly.arrive, 1) == (u32)G - 1;
+  __syncthreads();
+  if (!sLast) return;
+  for (int r = warp(); r < n; r += warps()) {
+    u32 v = 0;
+    for (int c = lane(); c < nch; c += 32) v += __ldcg(&ly.chunk[c * n + r]);
+    v = warpSum(v);
+    if (lane() == 0) sTot[r] = (int)v;
+  }
+  const u32 badw = __ldcg(ly.bad);
+  __syncthreads();
+  const bool bad = badw != 0;
+  char* base = local(a);
+  for (int i = threadIdx.x; i < n * n; i += blockDim.x) {
+    const int r = i / n, q = i % n;
+    reinterpret_cast<i64*>(base + a.offHdrStage + (u64)r * a.hdrB)[q] = bad ? -1 : (i64)sTot[q];
+  }
+  for (int i = threadIdx.x; i < E; i += blockDim.x) {
+    const int v = (int)__ldcg(&ly.exp[i * layLine]);
+    reinterpret_cast<int*>(base + a.offHdrStage + (u64)(i / L) * a.hdrB + 8 * n)[i % L] = bad ? 0 : v;
+    a.tokPerExpert[i] = v;
+  }
+  for (int i = threadIdx.x; i < n; i += blockDim.x) a.tokPerRank[i] = sTot[i];
+  if (threadIdx.x == 0 && bad) fail(a, ErrBadRouting, ~badw);
+  __syncthreads();
+  Gin gin(comm, 0);
+  Team world = teamWorld(comm);
+  for (int r = warp(); r < n; r += warps())
+    gin.put(world, r, a.win, a.offCnt + ((u64)parity * n + me) * a.hdrB, a.win, a.offHdrStage + (u64)r * a.hdrB, a.hdrB,
+            SignalAdd{sigCnt(a, me), 1}, None{}, CoopWarp{});
+}
+
+// awaitLayout: the blocks of a fused moe_dispatch wait for the header
+// put of gridLayout (this rank's count signal, which every block's chunk
+// counts and masks precede) polling fast for a few microseconds, then
+// once a microsecond: 131 blocks polling every 128 ns (gin's waitSignal)
+// slow a block that computes meanwhile (one block computing the whole
+// layout of 4096 tokens, the dispatch took 368 us instead of 200:
+// docs/moe_gpu.md). waitAll follows, and ends the wait on abort.
 __device__ void awaitLayout(const Args& a, Gin& gin, u64 round) {
   if (threadIdx.x == 0)
     for (u32 i = 1; gin.readSignal(sigCnt(a, (int)a.rank)) < round; i++) {
@@ -486,27 +614,27 @@ __device__ void awaitLayout(const Args& a, Gin& gin, u64 round) {
 }
 
 // moe_dispatch: grid of at most one 1024-thread block per SM, at least n.
-// With fused (the default launch), block 0 first does the round's layout
-// (one kernel boundary less: about 2 us at 128 tokens, docs/moe_gpu.md);
-// the other blocks wait for it (awaitLayout), then for every rank's counts. Dynamic shared
-// memory: n*n i64, and with fused at least the layout's (E + n + 40) ints.
+// With fused (the default launch), its blocks first compute the round's
+// layout (gridLayout; one kernel boundary less than moe_layout: about
+// 2 us at 128 tokens, docs/moe_gpu.md) and wait for this rank's header
+// (awaitLayout); else moe_layout ran before it. Then every block waits
+// for every rank's counts. Dynamic shared memory: n*n i64.
 extern "C" __global__ void __launch_bounds__(1024, 1)
     moe_dispatch(const __grid_constant__ DevComm comm, const __grid_constant__ Args a, const char* __restrict__ x,
                  u64 xStride, const int* __restrict__ idx, const float* __restrict__ wts, int T, u64 round,
                  int fused) {
   const int n = (int)a.n, me = (int)a.rank, L = (int)a.local;
   const int parity = (int)(round & 1);
-  extern __shared__ i64 C[];  // [n][n]; the layout's ints first in block 0
+  extern __shared__ i64 C[];  // [n][n]
   Gin gin(comm, 0);
   Team world = teamWorld(comm);
 
-  // 0. This rank's layout: its counts to every rank.
-  if (fused && blockIdx.x == 0) {
-    layout(comm, a, idx, T, round, reinterpret_cast<int*>(C));
-    __syncthreads();  // C free
+  // 0. This rank's layout (every block): its counts to every rank.
+  nextLay(a, parity);
+  if (fused) {
+    gridLayout(comm, a, idx, T, round);
+    awaitLayout(a, gin, round);
   }
-
-  if (fused && blockIdx.x != 0) awaitLayout(a, gin, round);
   // 1. every rank's counts.
   if (!waitAll(a, gin, [&](int s) { return sigCnt(a, s); }, -1, round)) return;
   const bool bad = loadCounts(a, parity, C);
@@ -534,16 +662,33 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
   const i64 base0 = recvOffset(C, n, me, r);
   const u64 ewB = a.ew * 4;
   char* base = local(a);
+  // Fused: warp 0 counts the send positions itself, from the chunk counts
+  // before tb0 and the masks of tb0's chunk (run: rows before the next
+  // sub-chunk), and writes those of its range.
+  u32 run = 0;
+  if (fused && warp() == 0 && !bad) {
+    const Lay ly = lay(a, parity);
+    const int cb = tb0 / 32, t = cb * 32 + lane();
+    for (int c = lane(); c < cb; c += 32) run += __ldcg(&ly.chunk[c * n + r]);
+    if (t < tb0) run += (__ldcg(&a.masks[t]) >> r) & 1;
+    run = warpSum(run);
+  }
   for (int c0 = tb0; c0 < tb1 && !bad; c0 += 32) {
     if (warp() == 0) {
       const int t = c0 + lane();
-      const bool in = t < tb1 && ((a.masks[t] >> r) & 1);
+      const bool in = t < tb1 && ((__ldcg(&a.masks[t]) >> r) & 1);
       const u32 bits = __ballot_sync(0xffffffffu, in);
-      const int p0 = bits ? __shfl_sync(0xffffffffu, in ? a.pos[t * n + r] : 0, __ffs(bits) - 1) : 0;
-      if (in) {  // routing entries, staged at their place for r
-        const int j = __popc(bits & ((1u << lane()) - 1));
-        writeEntry(a, reinterpret_cast<u32*>(base + a.offMetaStage + ((u64)r * a.maxT + p0 + j) * ewB), idx, wts, t, r);
+      const int j = __popc(bits & ((1u << lane()) - 1));
+      int p0;
+      if (fused) {
+        p0 = (int)run;
+        run += __popc(bits);
+        if (t < tb1) a.pos[t * n + r] = in ? p0 + j : -1;
+      } else {
+        p0 = bits ? __shfl_sync(0xffffffffu, in ? a.pos[t * n + r] : 0, __ffs(bits) - 1) : 0;
       }
+      if (in)  // routing entries, staged at their place for r
+        writeEntry(a, reinterpret_cast<u32*>(base + a.offMetaStage + ((u64)r * a.maxT + p0 + j) * ewB), idx, wts, t, r);
       if (lane() == 0) {
         sBits = bits;
         sP0 = p0;

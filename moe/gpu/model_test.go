@@ -181,6 +181,17 @@ func TestModelNormal(t *testing.T) {
 					for b := range G {
 						r, j, g := blockDest(b, G, n, me)
 						tb0, tb1 := T*j/g, T*(j+1)/g
+						// The fused dispatch's own count of the rows before
+						// tb0: gridLayout's chunk counts, then tb0's chunk.
+						run := 0
+						for c := range tb0 / 32 {
+							for t := 32 * c; t < min(T, 32*c+32); t++ {
+								run += int(masks[me][t]>>r) & 1
+							}
+						}
+						for t := tb0 / 32 * 32; t < tb0; t++ {
+							run += int(masks[me][t]>>r) & 1
+						}
 						for c0 := tb0; c0 < tb1; c0 += 32 {
 							var bitsOf uint32
 							for l := range 32 {
@@ -192,6 +203,8 @@ func TestModelNormal(t *testing.T) {
 								continue
 							}
 							p0 := int(pos[me][(c0+bits.TrailingZeros32(bitsOf))*n+r])
+							require.Equal(t, run, p0, "fused send position, grid %d rank %d block %d", G, me, b)
+							run += bits.OnesCount32(bitsOf)
 							row0 := recvOffset(C, n, me, r) + p0
 							rest := uint64(bitsOf)
 							for rest != 0 {

@@ -44,12 +44,12 @@ type Recv struct {
 // both device memory, read by the kernels (keep them until Sync).
 // Collective.
 //
-// One kernel, moe_dispatch: its block 0 first computes the layout (the
-// token -> rank masks, send positions and counts) and puts this rank's
-// count header to every rank, signalling cnt[me] (with Trace, a kernel of
-// its own, moe_layout, does); every block waits for every rank's header,
-// then each block
-// streams a contiguous range of tokens to one destination (most blocks to
+// One kernel, moe_dispatch: its blocks first compute the layout (the
+// token -> rank masks and counts, a warp per 32 tokens) and the last of
+// them puts this rank's count header to every rank, signalling cnt[me]
+// (with Trace, a kernel of its own, moe_layout, does); every block waits
+// for every rank's header, counts the send positions of its token range,
+// then streams that range to one destination (most blocks to
 // the other ranks over NVLink, a few copy this rank's own rows): each run
 // of rows and its routing entries straight to their place at the receiver
 // (prefix sums over lower ranks), with the whole block; once every block is
@@ -73,7 +73,7 @@ func (h *Handle) Dispatch(x, topkIdx, topkWeights cuda.DevicePtr, numTokens int)
 		return nil, fmt.Errorf("gpumoe: %s: null routing: %w", name, moe.ErrBadArgument)
 	}
 	h.round++
-	fused, shared := int32(1), max(h.p.countsShared(), h.p.layoutShared())
+	fused := int32(1)
 	if h.trace != nil { // the layout as a kernel of its own, the event after it
 		if err := h.launch(kLayout, 1, h.p.layoutShared(), h.g.DevComm(), h.args, topkIdx, int32(numTokens), h.round); err != nil {
 			return nil, err
@@ -81,10 +81,10 @@ func (h *Handle) Dispatch(x, topkIdx, topkWeights cuda.DevicePtr, numTokens int)
 		if err := h.trace.Record(h.g.Stream()); err != nil {
 			return nil, fmt.Errorf("gpumoe: %s: %w", name, err)
 		}
-		fused, shared = 0, h.p.countsShared()
+		fused = 0
 	}
 	src, stride := h.source(x)
-	if err := h.launch(kDispatch, h.blocks, shared, h.g.DevComm(), h.args, src, stride, topkIdx, topkWeights,
+	if err := h.launch(kDispatch, h.blocks, h.p.countsShared(), h.g.DevComm(), h.args, src, stride, topkIdx, topkWeights,
 		int32(numTokens), h.round, fused); err != nil {
 		return nil, err
 	}

@@ -56,6 +56,7 @@ type plan struct {
 	size                                             int
 
 	masks, pos, tokPerExpert, tokPerRank, finish int
+	lay                                          int
 	llSlotOf                                     int
 	errWord, recvTokPerExpert, llTokPerExpert    int
 	stateSize                                    int
@@ -123,6 +124,7 @@ func newPlan(cfg Config, n, me int) (plan, error) {
 	p.tokPerExpert = region(4 * p.e)
 	p.tokPerRank = region(4 * n)
 	p.finish = region(4 * 2 * n)
+	p.lay = region(p.laySize())
 	p.llSlotOf = region(4 * p.maxLL * p.k)
 	p.errWord = region(8)
 	p.recvTokPerExpert = region(4 * p.l)
@@ -145,7 +147,7 @@ func (p *plan) signals() int        { return 4 * p.n }
 
 // argWords is the size of Args in 8-byte words (kernels.cu: struct Args;
 // NVRTC gets it as -DMOE_ARGS_WORDS and static_asserts it).
-const argWords = 42
+const argWords = 43
 
 // Args is a Handle as kernels take it: struct moe::Args of kernels.cu,
 // passed by value.
@@ -172,7 +174,7 @@ func (p *plan) args(win, state cuda.DevicePtr) Args {
 		uint64(p.input), uint64(p.hdrStage), uint64(p.cnt), uint64(p.metaStage), uint64(p.recvMeta), uint64(p.recvX),
 		uint64(p.llStage), uint64(p.llX), uint64(p.llSrc), uint64(p.llCount), uint64(p.llY), uint64(p.llRoute),
 		uint64(p.llW), uint64(p.llPart), uint64(p.llFlag),
-		st(p.masks), st(p.pos), st(p.tokPerExpert), st(p.tokPerRank), st(p.finish),
+		st(p.masks), st(p.pos), st(p.tokPerExpert), st(p.tokPerRank), st(p.finish), st(p.lay),
 		st(p.llSlotOf),
 		st(p.errWord), st(p.recvTokPerExpert), st(p.llTokPerExpert),
 	}
@@ -184,6 +186,17 @@ func (p *plan) args(win, state cuda.DevicePtr) Args {
 		binary.LittleEndian.PutUint64(a[8*i:], w)
 	}
 	return a
+}
+
+// laySize is the fused layout's scratch (kernels.cu: Lay): [2][E] tokens
+// per expert, a 128-byte line each, [2] arrival counters, [2] bad words,
+// [ceil(MaxTokens/32)][n] tokens per 32-token chunk and rank, uint32 each;
+// none without normal-mode buffers.
+func (p *plan) laySize() int {
+	if p.maxT == 0 {
+		return 0
+	}
+	return 4 * (2*p.e*32 + 4 + (p.maxT+31)/32*p.n)
 }
 
 // Shared memory of the kernels (kernels.cu says what each takes).

@@ -71,9 +71,14 @@ func TestPlanRegions(t *testing.T) {
 			}
 			check(win, p.size)
 			check([]reg{{p.masks, 4 * nt}, {p.pos, 4 * nt * n}, {p.tokPerExpert, 4 * p.e}, {p.tokPerRank, 4 * n},
-				{p.finish, 8 * n},
+				{p.finish, 8 * n}, {p.lay, p.laySize()},
 				{p.llSlotOf, 4 * ll * p.k}, {p.errWord, 8},
 				{p.recvTokPerExpert, 4 * p.l}, {p.llTokPerExpert, 4 * p.l}}, p.stateSize)
+			if nt > 0 {
+				require.Equal(t, 4*(2*p.e*32+4+(nt+31)/32*n), p.laySize())
+			} else {
+				require.Zero(t, p.laySize())
+			}
 			// Signals: distinct, Signals() of them from sig0.
 			seen := map[int]bool{}
 			for s := range n {
