@@ -50,6 +50,9 @@ type Mailbox struct {
 	waitCancel     atomic.Pointer[context.CancelFunc]
 	waitCtx        context.Context // the loop's; cancelled by Expect or Close
 	oversubscribed bool
+	// pollsCredit: credit waits poll before they block (creditPoll), where
+	// the provider's progress is driven and the host has a core per rank.
+	pollsCredit bool
 
 	startOnce sync.Once
 	started   atomic.Bool
@@ -110,6 +113,7 @@ func New(ctx context.Context, comm *gin.Comm, cfg Config) (*Mailbox, error) {
 		comm: comm, x: x, team: comm.World(), cfg: cfg, rank: comm.Rank(), oversubscribed: comm.Oversubscribed(),
 		lay:         Layout{Size: n, RingBytes: cfg.RingBytes, SignalBase: cfg.SignalBase},
 		creditEvery: uint64(cfg.RingBytes / 4),
+		pollsCredit: !comm.Capabilities().Inline && !comm.Oversubscribed(),
 		out:         make([]outPair, n),
 		in:          make([]inPair, n),
 		done:        make(chan struct{}),

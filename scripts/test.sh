@@ -62,8 +62,8 @@ if [ -f /usr/include/rdma/fabric.h ]; then
   go test -tags ofi -timeout 10m "$@" ./transport/rdma/ofi/...
   # The ofi twins of tests in the layers above (named *OFI): wake-ups, peer
   # sets, barrier fences and MoE across processes over libfabric tcp.
-  go test -race -tags ofi -run 'OFI$' -timeout 10m "$@" ./gin/ ./barrier/ ./moe/
-  go test -tags ofi -run 'OFI$' -timeout 10m "$@" ./gin/ ./barrier/ ./moe/
+  go test -race -tags ofi -run 'OFI$' -timeout 10m "$@" ./gin/ ./barrier/ ./moe/ ./mailbox/
+  go test -tags ofi -run 'OFI$' -timeout 10m "$@" ./gin/ ./barrier/ ./moe/ ./mailbox/
   # Two ranks in two network namespaces joined by a veth pair: created here,
   # removed on exit; skipped, saying why, where that is not permitted.
   . scripts/lib/netns.sh # veth_join
