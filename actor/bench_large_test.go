@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rdmactor/rdmactor/actor"
 	"github.com/rdmactor/rdmactor/gin"
+	"github.com/rdmactor/rdmactor/internal/testutils"
 	"github.com/rdmactor/rdmactor/internal/testutils/ginlocal"
 )
 
@@ -27,11 +26,7 @@ import (
 // over ofi when built with -tags ofi (RDMACTOR_OFI_PROVIDER picks the
 // fabric, e.g. tcp); without the tag the ofi case is skipped.
 func BenchmarkLargeMessage(b *testing.B) {
-	transports := []string{"shm", "ofi"}
-	if t := os.Getenv(gin.EnvTransport); t != "" {
-		transports = []string{t}
-	}
-	for _, tr := range transports {
+	for _, tr := range ginlocal.Transports() {
 		b.Run("transport="+tr, func(b *testing.B) {
 			for _, size := range []int{8 << 20, 64 << 20} {
 				b.Run(fmt.Sprintf("size=%dMiB", size>>20), func(b *testing.B) { largeMessages(b, tr, size) })
@@ -130,14 +125,14 @@ func largeMessages(b *testing.B, transport string, size int) {
 	b.SetBytes(int64(size * window))
 	b.ResetTimer()
 	for b.Loop() {
-		t0, c0 := time.Now(), cpuTime()
+		t0, c0 := time.Now(), testutils.ProcessCPU()
 		putRound()
-		t1, c1 := time.Now(), cpuTime()
+		t1, c1 := time.Now(), testutils.ProcessCPU()
 		actorRound()
 		putTime += t1.Sub(t0)
 		actorTime += time.Since(t1)
 		putCPU += c1 - c0
-		actorCPU += cpuTime() - c1
+		actorCPU += testutils.ProcessCPU() - c1
 	}
 	bytes := float64(b.N * window * size)
 	putMBs, actorMBs := bytes/putTime.Seconds()/1e6, bytes/actorTime.Seconds()/1e6
@@ -152,13 +147,4 @@ func largeMessages(b *testing.B, transport string, size int) {
 	// How often the sender waited for credit: each wait is a hand-off
 	// between threads, which a loaded machine makes slow.
 	b.ReportMetric(float64(nodes[0].Mailbox().Stats().CreditWaits)/float64((b.N+1)*window), "creditwaits/msg")
-}
-
-// cpuTime is the user and system time of this process so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -3,12 +3,12 @@ package gin_test
 import (
 	"context"
 	"errors"
-	"os"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rdmactor/rdmactor/gin"
+	"github.com/rdmactor/rdmactor/internal/testutils"
+	"github.com/rdmactor/rdmactor/internal/testutils/ginlocal"
 )
 
 // BenchmarkLateSignal is the cost of a wait whose signal comes late: rank
@@ -21,11 +21,7 @@ import (
 // built with -tags ofi, over ofi (RDMACTOR_OFI_PROVIDER picks the fabric);
 // gin.EnvTransport picks one.
 func BenchmarkLateSignal(b *testing.B) {
-	transports := []string{"shm", "ofi"}
-	if t := os.Getenv(gin.EnvTransport); t != "" {
-		transports = []string{t}
-	}
-	for _, tr := range transports {
+	for _, tr := range ginlocal.Transports() {
 		b.Run("transport="+tr, func(b *testing.B) {
 			for _, late := range []time.Duration{200 * time.Microsecond, 2 * time.Millisecond} {
 				b.Run("late="+late.String(), func(b *testing.B) { lateSignal(b, tr, late) })
@@ -71,23 +67,14 @@ func lateSignal(b *testing.B, transport string, lateBy time.Duration) {
 			}
 			sent <- t
 		}()
-		c0 := processCPU()
+		c0 := testutils.ProcessCPU()
 		if _, err := x0.WaitSignal(ctx, 0, uint64(i+1), 64); err != nil {
 			b.Fatal(err)
 		}
 		done := time.Now()
-		cpu += processCPU() - c0
+		cpu += testutils.ProcessCPU() - c0
 		wake += done.Sub(<-sent)
 	}
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/wait")
 	b.ReportMetric(float64(wake.Microseconds())/float64(b.N), "wake-µs")
-}
-
-// processCPU is the user and system time of this process so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -6,6 +6,7 @@ package ginlocal
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -52,4 +53,14 @@ func Windows(t testing.TB, ctx context.Context, comms []*gin.Comm, size int) []*
 		require.NoError(t, err, "rank %d: register a window of %d bytes", r, size)
 	}
 	return wins
+}
+
+// Transports are the providers a benchmark of goroutine ranks runs on:
+// shm and ofi (which the benchmark skips where the binary lacks it), or
+// only the one gin.EnvTransport names.
+func Transports() []string {
+	if t := os.Getenv(gin.EnvTransport); t != "" {
+		return []string{t}
+	}
+	return []string{"shm", "ofi"}
 }
