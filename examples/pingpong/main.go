@@ -19,11 +19,11 @@
 //     one at a time: median and p99 of every round trip, receivers warm
 //     (spinning or yielding: the next request comes at once).
 //   - rtt after idle: single round trips -pause apart, each transport's
-//     series after one untimed round trip, so that every timed one
-//     follows one pause of that transport's quiet, not the other
-//     figures. A pause under mailbox.Config.Linger (200 ms by default)
-//     finds the receive loops awake but their caches cold; a longer one
-//     finds them blocked in the provider.
+//     series after two untimed ones, so that every timed one follows one
+//     pause of that transport's quiet, not the other figures, and the
+//     receive loops have seen frames recur. A pause under
+//     mailbox.Config.Linger (200 ms by default) finds them awake but
+//     their caches cold; a longer one finds them blocked in the provider.
 //   - throughput: ranks 1..S send -msgs messages each, as fast as
 //     Root().Send returns, to one actor on rank 0, which counts them;
 //     messages/s from the start command to the last arrival. S = 1, and
