@@ -332,6 +332,33 @@ __device__ bool waitAll(const Args& a, Gin& gin, SigOf sig, int skip, u64 least)
 
 // ---- layout (normal mode) ----
 
+// tokenMask returns the ranks that token t's experts live on, a bit per
+// rank, calling count(e) for each expert e it chose; bad gets the index
+// into idx ([T][K]) of its first expert id outside [-1, E), or -1. Ids are
+// loaded 8 at a time, so that independent loads are in flight together.
+template <typename Count>
+__device__ __forceinline__ u32 tokenMask(const int* __restrict__ idx, int t, int K, int E, int L, Count count,
+                                         int* bad) {
+  u32 m = 0;
+  *bad = -1;
+  for (int k0 = 0; k0 < K; k0 += 8) {
+    int ids[8];
+#pragma unroll
+    for (int j = 0; j < 8; j++) ids[j] = k0 + j < K ? idx[t * K + k0 + j] : -1;
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+      const int e = ids[j];
+      if (e < -1 || e >= E) {
+        if (*bad < 0) *bad = t * K + k0 + j;
+      } else if (e >= 0) {
+        count(e);
+        m |= 1u << (e / L);
+      }
+    }
+  }
+  return m;
+}
+
 // layout: the layout of a round, by one block of 1024 threads (moe_layout's
 // grid; a fused moe_dispatch runs gridLayout instead). idx is [T][K]
 // expert ids (-1: dropped); dyn is (E + n + 40) ints of shared memory.
@@ -352,26 +379,11 @@ __device__ void layout(const DevComm& comm, const Args& a, const int* __restrict
   if (tid == 0) *sBad = 0x7fffffff;
   __syncthreads();
 
-  // 1. masks and expert counts (ids loaded 8 at a time: independent loads
-  // in flight together).
+  // 1. masks and expert counts.
   for (int t = tid; t < T; t += bs) {
-    u32 m = 0;
-    for (int k0 = 0; k0 < K; k0 += 8) {
-      int ids[8];
-#pragma unroll
-      for (int j = 0; j < 8; j++) ids[j] = k0 + j < K ? idx[t * K + k0 + j] : -1;
-#pragma unroll
-      for (int j = 0; j < 8; j++) {
-        const int e = ids[j];
-        if (e < -1 || e >= E) {
-          atomicMin(sBad, t * K + k0 + j);
-        } else if (e >= 0) {
-          atomicAdd(&sExp[e], 1);
-          m |= 1u << (e / L);
-        }
-      }
-    }
-    a.masks[t] = m;
+    int bad;
+    a.masks[t] = tokenMask(idx, t, K, E, L, [&](int e) { atomicAdd(&sExp[e], 1); }, &bad);
+    if (bad >= 0) atomicMin(sBad, bad);
   }
   __syncthreads();
 
@@ -536,22 +548,11 @@ __device__ void gridLayout(const DevComm& comm, const Args& a, const int* __rest
   for (int c = warp() * G + blockIdx.x; c < nch; c += warps() * G) {
     const int t = c * 32 + lane();
     u32 m = 0, bad = 0;
-    if (t < T)
-      for (int k0 = 0; k0 < K; k0 += 8) {
-        int ids[8];
-#pragma unroll
-        for (int j = 0; j < 8; j++) ids[j] = k0 + j < K ? idx[t * K + k0 + j] : -1;
-#pragma unroll
-        for (int j = 0; j < 8; j++) {
-          const int e = ids[j];
-          if (e < -1 || e >= E) {
-            if (bad == 0) bad = ~(u32)(t * K + k0 + j);  // the token's lowest
-          } else if (e >= 0) {
-            atomicAdd(&ly.exp[e * layLine], 1u);
-            m |= 1u << (e / L);
-          }
-        }
-      }
+    if (t < T) {
+      int b;
+      m = tokenMask(idx, t, K, E, L, [&](int e) { atomicAdd(&ly.exp[e * layLine], 1u); }, &b);
+      if (b >= 0) bad = ~(u32)b;
+    }
     if (bad != 0) atomicMax(ly.bad, bad);
     if (t < T) a.masks[t] = m;
     for (int r = 0; r < n; r++) {
