@@ -332,6 +332,17 @@ __device__ bool waitAll(const Args& a, Gin& gin, SigOf sig, int skip, u64 least)
 
 // ---- layout (normal mode) ----
 
+// putCounts puts this rank's staged count header to every rank (this one
+// too), one warp per destination, each put adding 1 to cnt[me] there.
+__device__ __forceinline__ void putCounts(const DevComm& comm, const Args& a, int parity) {
+  const int n = (int)a.n, me = (int)a.rank;
+  Gin gin(comm, 0);
+  Team world = teamWorld(comm);
+  for (int r = warp(); r < n; r += warps())
+    gin.put(world, r, a.win, a.offCnt + ((u64)parity * n + me) * a.hdrB, a.win, a.offHdrStage + (u64)r * a.hdrB, a.hdrB,
+            SignalAdd{sigCnt(a, me), 1}, None{}, CoopWarp{});
+}
+
 // tokenMask returns the ranks that token t's experts live on, a bit per
 // rank, calling count(e) for each expert e it chose; bad gets the index
 // into idx ([T][K]) of its first expert id outside [-1, E), or -1. Ids are
@@ -416,12 +427,8 @@ __device__ void layout(const DevComm& comm, const Args& a, const int* __restrict
   if (tid == 0 && bad) fail(a, ErrBadRouting, (u32)*sBad);
   __syncthreads();
 
-  // 4. counts to every rank (this one too), one warp per destination.
-  Gin gin(comm, 0);
-  Team world = teamWorld(comm);
-  for (int r = warp(); r < n; r += warps())
-    gin.put(world, r, a.win, a.offCnt + ((u64)parity * n + me) * a.hdrB, a.win, a.offHdrStage + (u64)r * a.hdrB, a.hdrB,
-            SignalAdd{sigCnt(a, me), 1}, None{}, CoopWarp{});
+  // 4. counts to every rank.
+  putCounts(comm, a, parity);
 }
 
 // moe_layout: the layout alone, one block of 1024 threads, before a
@@ -591,11 +598,7 @@ __device__ void gridLayout(const DevComm& comm, const Args& a, const int* __rest
   for (int i = threadIdx.x; i < n; i += blockDim.x) a.tokPerRank[i] = sTot[i];
   if (threadIdx.x == 0 && bad) fail(a, ErrBadRouting, ~badw);
   __syncthreads();
-  Gin gin(comm, 0);
-  Team world = teamWorld(comm);
-  for (int r = warp(); r < n; r += warps())
-    gin.put(world, r, a.win, a.offCnt + ((u64)parity * n + me) * a.hdrB, a.win, a.offHdrStage + (u64)r * a.hdrB, a.hdrB,
-            SignalAdd{sigCnt(a, me), 1}, None{}, CoopWarp{});
+  putCounts(comm, a, parity);
 }
 
 // awaitLayout: the blocks of a fused moe_dispatch wait for the header
