@@ -126,9 +126,9 @@ const lostCheck = 50 * time.Millisecond
 // returns come every quarter ring; over tcp;ofi_rxm such a gap lasts a
 // few milliseconds, longer than gin's polling phases, and a wait that
 // blocks in the completion queue's wait object is then woken by every
-// completion of the sender's own puts. Polling through the gap moved 8
-// and 64 MiB actor messages over ofi tcp about 1.6x as fast
-// (BenchmarkLargeMessage, docs/benchmarks.md).
+// completion of the sender's own puts. Polling through the gap moves 8
+// MiB actor messages over ofi tcp about 1.5x as fast, 64 MiB ones about
+// 1.35x (BenchmarkLargeMessage, docs/benchmarks.md).
 const creditPoll = 5 * time.Millisecond
 
 // waitCredit waits until peer's credit signal moves past seen (a credit
