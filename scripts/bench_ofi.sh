@@ -6,7 +6,8 @@
 #   - bench/ofiraw -mode raw: raw libfabric, fi_writedata
 #     ping-pong and a window of writes, no rdmactor layer, its loops in C
 #     (spinning on fi_cq_read, and blocking in fi_cq_sread), and the same
-#     loops driven from Go (-loop go: what the Go runtime adds).
+#     loops driven from Go (-loop go: what the Go runtime adds; -loop
+#     goyield: the same, yielding as the ofi provider does).
 # Each round runs them all, one after the other; ROUNDS rounds (default 3)
 # and the median of all runs (ROUNDS x REPS) is reported, with rdmactor's
 # ratio to each anchor: the ratio of those medians, and the median over
@@ -29,7 +30,7 @@
 # (bandwidth sizes in bytes, comma-separated, default 65536,1048576; with
 # twohosts 4096,65536,1048576,4194304),
 # RAW_RUNS (the raw loops to run, LOOP:SREAD words, default "c:false
-# go:false c:true"), TRANSPORT (rdmactor's with twohosts: ofi, the
+# go:false goyield:false c:true"), TRANSPORT (rdmactor's with twohosts: ofi, the
 # default, or auto).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -112,7 +113,7 @@ for prov in "${@:-tcp sockets}"; do
     # C, the same loops in Go (one cgo call per post and per CQ read), and
     # blocking in fi_cq_sread (as the ofi provider's progress goroutine
     # does once idle).
-    runs="c:false go:false"
+    runs="c:false go:false goyield:false"
     # sockets' fi_cq_sread does not progress sends: its bandwidth loop stalls
     # (and the ofi provider never blocks there, it naps: config.go, quirks).
     [ "$prov" = sockets ] || runs="$runs c:true"
@@ -156,8 +157,8 @@ for prov in "${@:-tcp sockets}"; do
   [ -n "$twohosts" ] && where="two network namespaces over a veth pair"
   echo "## $prov, $where ($(grep -m1 -o 'raw libfabric on .*' "$res" | sed 's/raw libfabric on //' || echo "$prov")), median of $((ROUNDS * REPS)) runs each"
   echo
-  echo "| test | fi_pingpong | raw (C loop) | raw (Go loop) | raw (fi_cq_sread) | rdmactor | rdmactor / raw | per round | rdmactor / raw Go loop | per round | rdmactor / raw sread | rdmactor / fi_pingpong |"
-  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+  echo "| test | fi_pingpong | raw (C loop) | raw (Go loop) | raw (Go loop, goyield) | raw (fi_cq_sread) | rdmactor | rdmactor / raw | per round | rdmactor / raw Go loop | per round | rdmactor / raw goyield | rdmactor / raw sread | rdmactor / fi_pingpong |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
   # vals variant test size [round]: every run's value (a RESULT line
   # carries its process's runs in brackets; fi_pingpong's, one).
   vals() {
@@ -177,10 +178,10 @@ for prov in "${@:-tcp sockets}"; do
   }
   row() { # label test size fi_pingpong-value
     awk -v label="$1" -v fp="$4" -v raw="$(get raw "$2" "$3")" -v rgo="$(get raw-go "$2" "$3")" \
-      -v rws="$(get raw-sread "$2" "$3")" -v gin="$(get gin "$2" "$3")" \
+      -v rgy="$(get raw-goyield "$2" "$3")" -v rws="$(get raw-sread "$2" "$3")" -v gin="$(get gin "$2" "$3")" \
       -v rraw="$(perRound raw "$2" "$3")" -v rgor="$(perRound raw-go "$2" "$3")" 'BEGIN {
-      printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", label, fp, v(raw), v(rgo), v(rws), v(gin),
-        ratio(gin, raw), r2(rraw), ratio(gin, rgo), r2(rgor), ratio(gin, rws), ratio(gin, fp) }
+      printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", label, fp, v(raw), v(rgo), v(rgy), v(rws), v(gin),
+        ratio(gin, raw), r2(rraw), ratio(gin, rgo), r2(rgor), ratio(gin, rgy), ratio(gin, rws), ratio(gin, fp) }
       function v(x) { return x == "nan" ? "n/a" : x }
       function r2(x) { return x == "nan" ? "" : sprintf("%.2f", x) }
       function ratio(a, b) { return (b == "" || b == "nan" || a == "nan") ? "" : sprintf("%.2f", a / b) }'

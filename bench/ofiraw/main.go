@@ -56,7 +56,7 @@ type params struct {
 	bwBytes                   int // bytes per bandwidth run
 	window, reps              int
 	idle, cpuprofile, label   string
-	sread, goLoop             bool
+	sread, goLoop, goYield    bool
 }
 
 func main() {
@@ -74,7 +74,7 @@ func main() {
 	flag.IntVar(&p.window, "window", 64, "writes in flight in bandwidth runs")
 	flag.IntVar(&p.reps, "reps", 5, "runs per test (the median is reported)")
 	flag.BoolVar(&p.sread, "sread", false, "raw: block in fi_cq_sread (a CQ wait object) instead of spinning on fi_cq_read")
-	loop := flag.String("loop", "c", "raw: run the ping-pong and bandwidth loops in c, or in go (one cgo call per post and per CQ read: what the Go runtime adds)")
+	loop := flag.String("loop", "c", "raw: run the ping-pong and bandwidth loops in c, in go (one cgo call per post and per CQ read: what the Go runtime adds), or in goyield (go, yielding as the ofi provider does)")
 	flag.StringVar(&p.label, "label", "gin", "gin: the mode's name in RESULT lines")
 	flag.StringVar(&p.cpuprofile, "cpuprofile", "", "gin: write a CPU profile to this file, suffixed .<rank>")
 	flag.StringVar(&p.idle, "idle", "default", "gin: how waits idle: default (idle.Default) or spin (as cmd/rdmabench: 2^20 spins, 2^10 yields, parks of 1-100 µs; on a loaded 2-core VM spinning waiters starve the progress threads)")
@@ -83,8 +83,10 @@ func main() {
 	case "c":
 	case "go":
 		p.goLoop = true
+	case "goyield":
+		p.goLoop, p.goYield = true, true
 	default:
-		fail(fmt.Errorf("-loop %q: want c or go", *loop))
+		fail(fmt.Errorf("-loop %q: want c, go or goyield", *loop))
 	}
 	for _, s := range strings.Split(*sizes, ",") {
 		var n int
@@ -167,7 +169,7 @@ func runRaw(server bool, addr, prov, iface string, p params) error {
 		return err
 	}
 	defer s.close()
-	s.goLoop = p.goLoop
+	s.goLoop, s.goYield = p.goLoop, p.goYield
 	if !server {
 		fmt.Printf("# raw libfabric on %s\n", s.prov())
 	}
@@ -210,7 +212,9 @@ func runRaw(server bool, addr, prov, iface string, p params) error {
 
 func rawLabel(p params) string {
 	l := "raw"
-	if p.goLoop {
+	if p.goYield {
+		l += "-goyield"
+	} else if p.goLoop {
 		l += "-go"
 	}
 	if p.sread {

@@ -221,8 +221,9 @@ import (
 
 // rawSide is one process of the raw anchor.
 type rawSide struct {
-	r      *C.raw
-	goLoop bool // drive the loops from Go (rawgo.go)
+	r       *C.raw
+	goLoop  bool // drive the loops from Go (rawgo.go)
+	goYield bool // and yield as the ofi provider does (goPoller)
 }
 
 func rawError(what string, ret C.int) error {

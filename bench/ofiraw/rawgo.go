@@ -23,13 +23,19 @@ import (
 	"unsafe"
 )
 
-// goSchedEvery is how many CQ reads pass between two runtime.Gosched calls,
-// as often as the ofi provider's schedPoint yields (sched.go): without them
-// a goroutine that polls for more than 10 ms has its P retaken by sysmon on
-// every tick, which slows a sockets ping-pong from Go well behind the C
-// loop. The anchor keeps the public Gosched, as a plain Go program would; the provider yields with runtime.goyield, which wakes no
-// other thread.
+// goSchedEvery is how many CQ reads pass between two runtime.Gosched calls
+// in the plain Go loop (-loop go): without yields a goroutine that polls
+// for more than 10 ms has its P retaken by sysmon on every tick, which
+// slows a sockets ping-pong from Go well behind the C loop. The anchor
+// keeps the public Gosched, as a plain Go program would; on a VM where a
+// CQ read's system calls take several µs, 2048 reads still reach sysmon's
+// 10 ms.
 const goSchedEvery = 2048
+
+// goYieldEvery is the CQ reads between yields of -loop goyield: the ofi
+// provider's pace (transport/rdma/ofi/sched.go), with runtime.goyield,
+// which wakes no other thread, so the loop stays on its thread.
+const goYieldEvery = 128
 
 // Which counter a call returns (raw.go, rawgo_count).
 const (
@@ -37,19 +43,31 @@ const (
 	remoteCount      = 1 // remote CQ data entries seen
 )
 
-// goPoller drives one raw side from Go and counts CQ reads for
-// goSchedEvery.
+// goPoller drives one raw side from Go and counts CQ reads between its
+// yields.
 type goPoller struct {
 	r     unsafe.Pointer // the C raw struct (C memory)
 	polls int
+	every int    // CQ reads between yields
+	yield func() // runtime.Gosched, or goyield for -loop goyield
 }
 
-func newGoPoller(s *rawSide) *goPoller { return &goPoller{r: unsafe.Pointer(s.r)} }
+func newGoPoller(s *rawSide) *goPoller {
+	if s.goYield {
+		return &goPoller{r: unsafe.Pointer(s.r), every: goYieldEvery, yield: goyield}
+	}
+	return &goPoller{r: unsafe.Pointer(s.r), every: goSchedEvery, yield: runtime.Gosched}
+}
+
+// goyield is runtime.goyield, as the ofi provider links it (sched.go).
+//
+//go:linkname goyield runtime.goyield
+func goyield()
 
 // poll reads the CQ once and returns the counter which.
 func (g *goPoller) poll(which C.int) (int64, error) {
-	if g.polls++; g.polls%goSchedEvery == 0 {
-		runtime.Gosched()
+	if g.polls++; g.polls%g.every == 0 {
+		g.yield()
 	}
 	v := C.rawgo_poll(g.r, which)
 	if v < 0 {
