@@ -249,7 +249,7 @@ func (n *Node) recvChunk(from int, body []byte) {
 		case total > uint64(n.cfg.MaxMessage):
 			report(fmt.Sprintf("%d bytes over MaxMessage %d", total, n.cfg.MaxMessage))
 			return
-		case re.bytes[from]+int(total) > maxHeldPerSender*n.cfg.MaxMessage:
+		case re.bytes[from]+n.heldBytes(int(total)) > maxHeldPerSender*n.cfg.MaxMessage:
 			report("too many bytes held for this sender")
 			return
 		case uint64(len(data)) > total:
@@ -261,7 +261,7 @@ func (n *Node) recvChunk(from int, body []byte) {
 			return // the piece comes again after a Resume
 		}
 		m[id] = p
-		re.bytes[from] += p.total
+		re.bytes[from] += n.heldBytes(p.total)
 		re.partials.Add(1)
 	} else if !p.failed {
 		// The last piece comes again after the pair was held for the whole
@@ -378,13 +378,22 @@ func (n *Node) endPartial(from int, id uint64, p *partial) {
 		p.dec.stop()
 	}
 	delete(n.chunks.bySender[from], id)
-	n.chunks.bytes[from] -= p.total
+	n.chunks.bytes[from] -= n.heldBytes(p.total)
 	n.chunks.partials.Add(-1)
 }
 
 // maxHeldPerSender bounds the partly received messages of one sender, in
 // MaxMessage units: a sender's goroutines each chunk one message at a time.
 const maxHeldPerSender = 4
+
+// heldBytes is what a partly received message of total bytes counts
+// against maxHeldPerSender: at least a frame (mailbox.Config.MaxFrame), so
+// that the bound also caps how many a sender keeps open. A message in
+// pieces costs the receiver its state and, decoded as it comes, a
+// coroutine's stack, whatever its size. A sender chunks only messages
+// over a frame, which this charges their size; a forged total of a few
+// bytes would otherwise open millions.
+func (n *Node) heldBytes(total int) int { return max(total, n.mb.Config().MaxFrame) }
 
 // dropChunks drops every partial message, once the receive loop ended.
 func (n *Node) dropChunks() {

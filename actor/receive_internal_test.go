@@ -18,7 +18,7 @@ type inPing struct{ N int }
 
 func init() { RegisterMessage[inPing]() }
 
-func startInternal(t *testing.T, n int) []*Node {
+func startInternal(t testing.TB, n int) []*Node {
 	t.Helper()
 	nodes, err := StartLocal(context.Background(), n, Config{})
 	require.NoError(t, err)
