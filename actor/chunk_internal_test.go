@@ -9,7 +9,8 @@ import (
 
 // Forged pieces are dropped without allocating what they declare.
 func TestChunkForgeries(t *testing.T) {
-	n := startInternal(t, 1)[0] // alone: no peer frame touches its receive state meanwhile
+	// Alone: no peer frame touches its receive state meanwhile.
+	n := startInternal(t, 1)[0]
 	n.recvChunk(0, piece(kindUser, 1, 1<<40, 0, []byte("x")))     // over MaxMessage
 	n.recvChunk(0, piece(kindUser, 2, 100, 10, []byte("x")))      // does not start at 0
 	n.recvChunk(0, piece(kindUser, 3, 10, 0, make([]byte, 11)))   // more than declared
