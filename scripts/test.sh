@@ -46,6 +46,8 @@ echo "== fuzz: decoders of what arrives from other ranks, briefly"
 # not durations: a -fuzztime deadline can fail a run that found nothing
 # (a race in Go's fuzzing coordinator at the deadline).
 go test -run '^$' -fuzz '^FuzzDecodeBody$' -fuzztime 20000x ./actor
+go test -run '^$' -fuzz '^FuzzStreamDecode$' -fuzztime 5000x ./actor
+go test -run '^$' -fuzz '^FuzzChunks$' -fuzztime 20000x ./actor
 go test -run '^$' -fuzz '^FuzzParseFrame$' -fuzztime 20000x ./mailbox
 go test -run '^$' -fuzz '^FuzzDecodeBody$' -fuzztime 20000x ./internal/bootstrap/remote
 go test -run '^$' -fuzz '^FuzzDecodeDescriptor$' -fuzztime 20000x ./transport/rdma/shm
