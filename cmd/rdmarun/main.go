@@ -1,7 +1,7 @@
 // Command rdmarun starts the ranks of an rdmactor job on this host, as
 // torchrun or mpirun do:
 //
-//	rdmarun [-np N] [-transport shm] [-timeout D] [-host H] prog [args...]
+//	rdmarun [-np N] [-transport shm] [-timeout D] [-host H] [-gomaxprocs auto] prog [args...]
 //	rdmarun -nnodes N -node-rank K -master HOST:PORT [-np M] [-transport ofi] prog [args...]
 //
 // Examples:
@@ -46,6 +46,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"syscall"
 
@@ -70,6 +71,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	nnodes := fs.Int("nnodes", 1, "number of nodes, each running rdmarun with the same -np")
 	nodeRank := fs.Int("node-rank", 0, "this node's index, in [0, nnodes): its ranks are node-rank*np .. node-rank*np+np-1")
 	master := fs.String("master", "", "bootstrap address HOST:PORT, an address of node 0 where its rank 0 listens; required with -nnodes > 1")
+	procs := fs.String("gomaxprocs", "", "GOMAXPROCS of every rank: N, or auto (the processors of this node divided among its -np ranks, at least 1); default: as in this environment")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: rdmarun [-np N] [-transport shm] [-timeout D] [-host H] [-keep-going] prog [args...]")
 		fmt.Fprintln(fs.Output(), "       rdmarun -nnodes N -node-rank K -master HOST:PORT [-np M] [flags] prog [args...]")
@@ -90,6 +92,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
+	env, err := gomaxprocs(*procs, *np)
+	if err != nil {
+		fmt.Fprintf(stderr, "rdmarun: %v\n", err)
+		fs.Usage()
+		return 2
+	}
 	if *transport == "" {
 		*transport = launch.InheritTransport
 	} else if *transport == "shm" && *nnodes > 1 {
@@ -97,11 +105,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	_, err := launch.Run(ctx, launch.Options{
+	_, err = launch.Run(ctx, launch.Options{
 		NP:            *np,
 		Transport:     *transport,
 		Prog:          fs.Arg(0),
 		Args:          fs.Args()[1:],
+		Env:           env,
 		Stdout:        stdout,
 		Stderr:        stderr,
 		KillOnFailure: !*keepGoing,
@@ -126,6 +135,28 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return re.ExitCode
 	}
 	return 1
+}
+
+// gomaxprocs is the environment -gomaxprocs v gives each of np ranks: none
+// for "", else GOMAXPROCS set to v, or for "auto" to the processors this
+// process may run on (runtime.NumCPU, which follows its CPU affinity)
+// divided among the ranks, at least 1.
+//
+// Why: a Go rank runs as many threads as GOMAXPROCS allows, and where the
+// ranks of a node take all its processors those threads only preempt
+// each other's ranks (as torchrun sets OMP_NUM_THREADS=1 for the same
+// reason). docs/tuning.md gives the measured effect.
+func gomaxprocs(v string, np int) ([]string, error) {
+	switch v {
+	case "":
+		return nil, nil
+	case "auto":
+		return []string{"GOMAXPROCS=" + strconv.Itoa(max(1, runtime.NumCPU()/np))}, nil
+	}
+	if n, err := strconv.Atoi(v); err != nil || n < 1 {
+		return nil, fmt.Errorf("-gomaxprocs %q: want auto or a count >= 1", v)
+	}
+	return []string{"GOMAXPROCS=" + v}, nil
 }
 
 // checkFlags validates the counts and the multi-node flags, before

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -34,6 +36,8 @@ func TestRun(t *testing.T) {
 		{"master without port", []string{"-nnodes", "2", "-master", "node0", "true"}, 2, "", `-master "node0": want HOST:PORT`},
 		{"master port 0", []string{"-nnodes", "2", "-master", "node0:0", "true"}, 2, "", "want HOST:PORT"},
 		{"master and host", []string{"-nnodes", "2", "-master", "node0:1", "-host", "a", "true"}, 2, "", "-host and -master"},
+		{"gomaxprocs", []string{"-np", "2", "-gomaxprocs", "3", "sh", "-c", `echo "$GOMAXPROCS"`}, 0, "[0] 3|[1] 3", ""},
+		{"bad gomaxprocs", []string{"-gomaxprocs", "0", "true"}, 2, "", `-gomaxprocs "0"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
@@ -56,6 +60,29 @@ func TestRun(t *testing.T) {
 				t.Errorf("stderr %q, want it to contain %q", errOut.String(), c.inError)
 			}
 		})
+	}
+}
+
+// -gomaxprocs auto divides this process's processors among the ranks,
+// and leaves each at least one; without the flag GOMAXPROCS is inherited.
+func TestGOMAXPROCS(t *testing.T) {
+	t.Setenv("GOMAXPROCS", "7")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-np", "1"}, "7"},
+		{[]string{"-np", "1", "-gomaxprocs", "auto"}, strconv.Itoa(runtime.NumCPU())},
+		{[]string{"-np", "2", "-gomaxprocs", "auto"}, strconv.Itoa(max(1, runtime.NumCPU()/2))},
+		{[]string{"-np", strconv.Itoa(4 * runtime.NumCPU()), "-gomaxprocs", "auto"}, "1"},
+	} {
+		var out, errOut bytes.Buffer
+		if code := run(append(c.args, "sh", "-c", `[ "$RDMACTOR_RANK" = 0 ] && echo "$GOMAXPROCS"; true`), &out, &errOut); code != 0 {
+			t.Fatalf("%v: exit code %d; stderr:\n%s", c.args, code, errOut.String())
+		}
+		if got := strings.TrimSpace(out.String()); got != "[0] "+c.want {
+			t.Errorf("%v: got %q, want %q", c.args, got, "[0] "+c.want)
+		}
 	}
 }
 
