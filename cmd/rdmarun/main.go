@@ -71,7 +71,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	nnodes := fs.Int("nnodes", 1, "number of nodes, each running rdmarun with the same -np")
 	nodeRank := fs.Int("node-rank", 0, "this node's index, in [0, nnodes): its ranks are node-rank*np .. node-rank*np+np-1")
 	master := fs.String("master", "", "bootstrap address HOST:PORT, an address of node 0 where its rank 0 listens; required with -nnodes > 1")
-	procs := fs.String("gomaxprocs", "", "GOMAXPROCS of every rank: N, or auto (the processors of this node divided among its -np ranks, at least 1); default: as in this environment")
+	procs := fs.String("gomaxprocs", "", "GOMAXPROCS of every rank: N, or auto (the processors of this node divided among its -np ranks where they are no more than the processors; more ranks keep the default); default: as in this environment")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: rdmarun [-np N] [-transport shm] [-timeout D] [-host H] [-keep-going] prog [args...]")
 		fmt.Fprintln(fs.Output(), "       rdmarun -nnodes N -node-rank K -master HOST:PORT [-np M] [flags] prog [args...]")
@@ -140,18 +140,24 @@ func run(args []string, stdout, stderr io.Writer) int {
 // gomaxprocs is the environment -gomaxprocs v gives each of np ranks: none
 // for "", else GOMAXPROCS set to v, or for "auto" to the processors this
 // process may run on (runtime.NumCPU, which follows its CPU affinity)
-// divided among the ranks, at least 1.
+// divided among the ranks, where there are no more ranks than processors;
+// with more, auto sets nothing.
 //
 // Why: a Go rank runs as many threads as GOMAXPROCS allows, and where the
 // ranks of a node take all its processors those threads only preempt
 // each other's ranks (as torchrun sets OMP_NUM_THREADS=1 for the same
-// reason). docs/tuning.md gives the measured effect.
+// reason). With more ranks than processors, waits block, and a second
+// processor runs a rank's actors while its receive loop sleeps in the
+// kernel: there the default measured faster. docs/tuning.md gives both.
 func gomaxprocs(v string, np int) ([]string, error) {
 	switch v {
 	case "":
 		return nil, nil
 	case "auto":
-		return []string{"GOMAXPROCS=" + strconv.Itoa(max(1, runtime.NumCPU()/np))}, nil
+		if np > runtime.NumCPU() {
+			return nil, nil
+		}
+		return []string{"GOMAXPROCS=" + strconv.Itoa(runtime.NumCPU()/np)}, nil
 	}
 	if n, err := strconv.Atoi(v); err != nil || n < 1 {
 		return nil, fmt.Errorf("-gomaxprocs %q: want auto or a count >= 1", v)

@@ -63,8 +63,9 @@ func TestRun(t *testing.T) {
 	}
 }
 
-// -gomaxprocs auto divides this process's processors among the ranks,
-// and leaves each at least one; without the flag GOMAXPROCS is inherited.
+// -gomaxprocs auto divides this process's processors among the ranks
+// where they are no more than the processors, and leaves GOMAXPROCS alone
+// with more ranks; without the flag GOMAXPROCS is inherited.
 func TestGOMAXPROCS(t *testing.T) {
 	t.Setenv("GOMAXPROCS", "7")
 	for _, c := range []struct {
@@ -74,7 +75,8 @@ func TestGOMAXPROCS(t *testing.T) {
 		{[]string{"-np", "1"}, "7"},
 		{[]string{"-np", "1", "-gomaxprocs", "auto"}, strconv.Itoa(runtime.NumCPU())},
 		{[]string{"-np", "2", "-gomaxprocs", "auto"}, strconv.Itoa(max(1, runtime.NumCPU()/2))},
-		{[]string{"-np", strconv.Itoa(4 * runtime.NumCPU()), "-gomaxprocs", "auto"}, "1"},
+		{[]string{"-np", strconv.Itoa(runtime.NumCPU()), "-gomaxprocs", "auto"}, "1"},
+		{[]string{"-np", strconv.Itoa(2 * runtime.NumCPU()), "-gomaxprocs", "auto"}, "7"},
 	} {
 		var out, errOut bytes.Buffer
 		if code := run(append(c.args, "sh", "-c", `[ "$RDMACTOR_RANK" = 0 ] && echo "$GOMAXPROCS"; true`), &out, &errOut); code != 0 {
