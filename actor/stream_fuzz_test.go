@@ -33,9 +33,9 @@ func FuzzStreamDecode(f *testing.F) {
 	registered, ok := RegisteredName(&fuzzMsg{})
 	require.True(f, ok)
 	name := []byte(registered)
+	mt := typeByName(name)
+	require.NotNil(f, mt)
 	f.Fuzz(func(t *testing.T, payload, cuts []byte, value bool) {
-		mt := typeByName(name)
-		require.NotNil(t, mt)
 		var before runtime.MemStats
 		runtime.ReadMemStats(&before)
 

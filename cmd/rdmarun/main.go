@@ -83,18 +83,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
-	if err := checkFlags(fs, *np, *nnodes, *nodeRank, *master); err != nil {
+	if err := checkFlags(fs, *np, *nnodes, *nodeRank, *master, *procs); err != nil {
 		fmt.Fprintf(stderr, "rdmarun: %v\n", err)
 		fs.Usage()
 		return 2
 	}
 	if fs.NArg() == 0 {
-		fs.Usage()
-		return 2
-	}
-	env, err := gomaxprocs(*procs, *np)
-	if err != nil {
-		fmt.Fprintf(stderr, "rdmarun: %v\n", err)
 		fs.Usage()
 		return 2
 	}
@@ -105,12 +99,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	_, err = launch.Run(ctx, launch.Options{
+	_, err := launch.Run(ctx, launch.Options{
 		NP:            *np,
 		Transport:     *transport,
 		Prog:          fs.Arg(0),
 		Args:          fs.Args()[1:],
-		Env:           env,
+		Env:           gomaxprocs(*procs, *np),
 		Stdout:        stdout,
 		Stderr:        stderr,
 		KillOnFailure: !*keepGoing,
@@ -149,25 +143,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 // reason). With more ranks than processors, waits block, and a second
 // processor runs a rank's actors while its receive loop sleeps in the
 // kernel: there the default measured faster. docs/tuning.md gives both.
-func gomaxprocs(v string, np int) ([]string, error) {
-	switch v {
-	case "":
-		return nil, nil
-	case "auto":
-		if np > runtime.NumCPU() {
-			return nil, nil
-		}
-		return []string{"GOMAXPROCS=" + strconv.Itoa(runtime.NumCPU()/np)}, nil
+// checkFlags has checked v.
+func gomaxprocs(v string, np int) []string {
+	switch {
+	case v == "" || v == "auto" && np > runtime.NumCPU():
+		return nil
+	case v == "auto":
+		return []string{"GOMAXPROCS=" + strconv.Itoa(runtime.NumCPU()/np)}
 	}
-	if n, err := strconv.Atoi(v); err != nil || n < 1 {
-		return nil, fmt.Errorf("-gomaxprocs %q: want auto or a count >= 1", v)
-	}
-	return []string{"GOMAXPROCS=" + v}, nil
+	return []string{"GOMAXPROCS=" + v}
 }
 
-// checkFlags validates the counts and the multi-node flags, before
-// anything starts.
-func checkFlags(fs *flag.FlagSet, np, nnodes, nodeRank int, master string) error {
+// checkFlags validates the counts, the multi-node flags and -gomaxprocs,
+// before anything starts.
+func checkFlags(fs *flag.FlagSet, np, nnodes, nodeRank int, master, procs string) error {
+	if n, err := strconv.Atoi(procs); procs != "" && procs != "auto" && (err != nil || n < 1) {
+		return fmt.Errorf("-gomaxprocs %q: want auto or a count >= 1", procs)
+	}
 	switch {
 	case np < 1:
 		return fmt.Errorf("-np %d: want >= 1", np)
