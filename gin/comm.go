@@ -29,6 +29,7 @@ type Comm struct {
 	// bell is rung by every put that adds to one of this rank's signals,
 	// where the provider offers it (rdma.Belled: shm); nil otherwise.
 	bell   rdma.Doorbell
+	kicked *kickedBell // bell as waits hold it, made once: a wait allocates nothing
 	caps   rdma.Capabilities
 	rank   int
 	size   int
@@ -131,6 +132,7 @@ func newComm(ctx context.Context, boot Bootstrap, cfg Config, host string) (*Com
 	}
 	if b, ok := c.signals.mr.(rdma.Belled); ok && c.poller == nil {
 		c.bell = b.Doorbell()
+		c.kicked = &kickedBell{c.bell, c}
 	}
 	c.contexts = make([]*Context, cfg.Contexts)
 	for i := range c.contexts {
@@ -260,7 +262,7 @@ type kickedBell struct {
 	c *Comm
 }
 
-func (b kickedBell) Kick() {
+func (b *kickedBell) Kick() {
 	if b.c.pin() {
 		b.Doorbell.Kick()
 		b.c.leave()

@@ -182,7 +182,11 @@ func (c *Comm) backoff(ctx context.Context, d idle.Driver, bell rdma.Doorbell) i
 		return idle.NewDrivenCtx(ctx, c.cfg.Idle, d)
 	}
 	if bell != nil {
-		b := idle.NewBelled(ctx, c.cfg.Idle, kickedBell{bell, c})
+		kb := c.kicked
+		if kb == nil || bell != kb.Doorbell {
+			kb = &kickedBell{bell, c} // a window's bell (VA signals)
+		}
+		b := idle.NewBelled(ctx, c.cfg.Idle, kb)
 		if c.spin != nil {
 			b.SpinWith(c.spin.SpinPoll)
 		}
