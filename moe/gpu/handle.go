@@ -246,6 +246,21 @@ func (h *Handle) launch(name string, grid, shared int, args ...any) error {
 	return nil
 }
 
+// launchOverlapped is launch with programmatic dependent launch
+// (gpu.Comm.LaunchOverlapped): the kernel's launch and the start of its
+// blocks overlap the kernel ahead of it on the stream, and it waits for
+// that kernel (waitPrior, kernels.cu) before it touches memory. The
+// low-latency kernels take it: queued right behind another kernel, their
+// first block starts sooner after it than with launch (docs/moe_gpu.md,
+// "Where the time goes").
+func (h *Handle) launchOverlapped(name string, grid, shared int, args ...any) error {
+	if err := h.g.LaunchOverlapped(h.k.fn[name], cuda.Dim3{X: grid}, cuda.Dim3{X: threads}, shared, args...); err != nil {
+		h.err = err
+		return fmt.Errorf("gpumoe: %w", err)
+	}
+	return nil
+}
+
 // source returns where a dispatch reads its rows: x, or Input when x is 0,
 // and the bytes between rows (RowStride in Input, Hidden*2 in x).
 func (h *Handle) source(x cuda.DevicePtr) (cuda.DevicePtr, uint64) {

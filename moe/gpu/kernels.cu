@@ -1089,7 +1089,6 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
   Gin gin(comm, 0);
   Team world = teamWorld(comm);
   char* lb = local(a);
-  TRACE_MIN(trDStart);
   extern __shared__ u32 hist[];         // [E]
   __shared__ int sRoute[32 * maxTopK];  // a batch's routing
   __shared__ u64* sTo[maxRanks];        // this source's route words at every rank
@@ -1102,16 +1101,24 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
   const bool staged = a.fp8 || x != lb + a.offInput;
   // A worker's routing up to the end of its first batch (the pairs before
   // its range, then its first 32 tokens; tokens past T have none), loaded
-  // before anything else: one memory round trip, under the waits below.
+  // right after the wait for the work ahead: one memory round trip, under
+  // the waits below.
   const int nb0 = worker ? min(32, t1 - t0) : 0, pfx = worker ? u0 * K : 0, nld = pfx + nb0 * K;
   auto routeAt = [&](int i) {
     const int j = i < pfx ? i : t0 * K + (i - pfx);
     return j < T * K ? idx[j] : -1;
   };
-  const int i0 = threadIdx.x, i1 = threadIdx.x + blockDim.x;
-  const int e0 = i0 < nld ? routeAt(i0) : -1, e1 = i1 < nld ? routeAt(i1) : -1;
   if ((int)threadIdx.x < n)
     sTo[threadIdx.x] = reinterpret_cast<u64*>(peerAt(comm, a, world, threadIdx.x, a.offLLRoute + (u64)me * a.routeB));
+  // DispatchLL launches the kernel overlapped (programmatic dependent
+  // launch): the blocks may start while the kernel ahead of it on the
+  // stream still runs. Up to here they read only arguments and the
+  // window's descriptor, which no kernel writes; the routing, the rows and
+  // every write of this kernel come after the wait for that kernel.
+  waitPrior();
+  TRACE_MIN(trDStart);
+  const int i0 = threadIdx.x, i1 = threadIdx.x + blockDim.x;
+  const int e0 = i0 < nld ? routeAt(i0) : -1, e1 = i1 < nld ? routeAt(i1) : -1;
   // lastCombine: every block of the other ranks' last combine is done with
   // the route words this source wrote there (llComb; this rank's own is
   // done: stream order). Thread 32 + r of warp 1 waits for rank r (beside
@@ -1316,6 +1323,7 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
   Gin gin(comm, 0);
   Team world = teamWorld(comm);
   char* lb = local(a);
+  waitPrior();  // launched overlapped (CombineLL): the weights and Y come from the work ahead
   TRACE_MIN(trCStart);
 
   // 1. Weights to every rank.

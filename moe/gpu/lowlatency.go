@@ -61,6 +61,11 @@ type RecvLL struct {
 // kernel returns when this rank's slots are filled.
 // Expert ids outside [-1, NumExperts) are skipped and reported by Sync
 // (*KernelError, moe.ErrBadArgument).
+//
+// The kernel (and CombineLL's) is launched with programmatic dependent
+// launch (gpu.Comm.LaunchOverlapped): its launch overlaps the kernel ahead
+// of it on the stream, and it reads x and topkIdx, and writes, only once
+// that kernel has finished.
 func (h *Handle) DispatchLL(x, topkIdx cuda.DevicePtr, numTokens int) (*RecvLL, error) {
 	const name = "low-latency dispatch"
 	if err := h.begin(name, idle); err != nil {
@@ -77,7 +82,7 @@ func (h *Handle) DispatchLL(x, topkIdx cuda.DevicePtr, numTokens int) (*RecvLL, 
 	}
 	h.llRound++
 	src, stride := h.source(x)
-	if err := h.launch(kLLDispatch, h.blocks, h.p.llDispShared(), h.g.DevComm(), h.args, src, stride, topkIdx,
+	if err := h.launchOverlapped(kLLDispatch, h.blocks, h.p.llDispShared(), h.g.DevComm(), h.args, src, stride, topkIdx,
 		int32(numTokens), h.llRound); err != nil {
 		return nil, err
 	}
@@ -116,7 +121,7 @@ func (h *Handle) CombineLL(topkWeights, out cuda.DevicePtr) error {
 		return fmt.Errorf("gpumoe: %s: null weights or output: %w", name, moe.ErrBadArgument)
 	}
 	h.st = idle
-	return h.launch(kLLCombine, h.blocks, 0, h.g.DevComm(), h.args, topkWeights, int32(h.llTok),
+	return h.launchOverlapped(kLLCombine, h.blocks, 0, h.g.DevComm(), h.args, topkWeights, int32(h.llTok),
 		h.llRound, out)
 }
 
@@ -207,11 +212,11 @@ func (r *RecvLL) Read() (*RecvLLHost, error) {
 // round's StartLine kernel. Starts are the earliest block's; the other
 // points the latest block's.
 type LLTrace struct {
-	DispatchStart   time.Duration // first block of DispatchLL's kernel
+	DispatchStart   time.Duration // first block of DispatchLL's kernel past its wait for the kernel ahead
 	DispatchEntries time.Duration // every entry word written
 	DispatchPull    time.Duration // every block's first pull issued
 	DispatchEnd     time.Duration // every block done
-	CombineStart    time.Duration // first block of CombineLL's kernel
+	CombineStart    time.Duration // first block of CombineLL's kernel past its wait for the kernel ahead
 	CombineStores   time.Duration // every partial row stored
 	CombineFlags    time.Duration // every flag and llComb signal sent
 	CombineEnd      time.Duration // every block done
