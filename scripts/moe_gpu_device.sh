@@ -123,7 +123,7 @@ for n in $counts; do
   dl="$logs/deepep-${n}gpu.log" al="$logs/anchor-${n}gpu.log"
   [ -f "$dl" ] || [ -f "$al" ] || continue
   echo
-  echo "-- $n GPUs: rdmactor (moe/gpu, $n processes) against NCCL all_to_all_single on $n GPUs, GPU time in us (NCCL: stream of ops / one op after a barrier)"
+  echo "-- $n GPUs: rdmactor (moe/gpu, $n processes) against NCCL all_to_all_single on $n GPUs, GPU time in us (rdmactor: each phase behind a kernel, moe_gpu -timing kernel; NCCL: stream of ops / one op after a barrier)"
   python3 - "$dl" "$al" <<'PY' || grep -hE '^(moe_|ANCHOR)' "$dl" "$al" 2>/dev/null
 import re, sys
 fig, anc = {}, {}

@@ -2,10 +2,14 @@
 // (package moe/gpu: CUDA kernels on the device-side gin API, LSA path over
 // NVLink), one rank per GPU, with the flags and output of examples/moe (the
 // CPU demo), which will run it as "moe -device gpu": it checks one round
-// against a single-process reference, then times dispatch and combine like
-// DeepEP's tests (per phase GPU time in µs, CUDA events, each round started
-// together on every rank by a device barrier; and the bandwidth of the
-// bytes that cross ranks).
+// against a single-process reference, then times dispatch and combine
+// (per phase GPU time in µs, CUDA events, each round started together on
+// every rank by a device barrier; and the bandwidth of the bytes that cross
+// ranks). A phase's time is what it adds to a stream behind a kernel, as
+// in a model, where the router's kernel comes before the dispatch and the
+// experts' before the combine (-timing kernel: runner.time says how);
+// -timing event times it between events right before and after it, which
+// hold its launch back by about 3 µs more (docs/moe_gpu.md).
 //
 // Run it as processes through the launcher, one per GPU (CUDA IPC maps
 // the peers' windows):
@@ -69,6 +73,7 @@ type options struct {
 	fp8      []bool
 	blocks   int
 	trace    bool
+	timing   string
 	timeout  time.Duration
 	ignored  string
 	ignoredB bool
@@ -119,6 +124,7 @@ func parseFlags() options {
 	flag.BoolVar(&o.deepep, "deepep", false, "DeepEP's sizes: hidden 7168, top-8, 256 experts, bf16; 128 tokens (normal and low-latency), then 4096 (normal)")
 	flag.BoolVar(&o.figures, "figures", false, "also print name: value unit lines")
 	flag.IntVar(&o.blocks, "blocks", 0, "grid of the data kernels (default: one block per SM)")
+	flag.StringVar(&o.timing, "timing", "kernel", "how a phase is timed: kernel (the GPU time it adds to a stream behind a kernel) or event (between events right before and after it)")
 	flag.BoolVar(&o.trace, "trace", false, "low-latency mode: print each rank's median %globaltimer trace of the kernels (needs RDMACTOR_MOE_TRACE=1)")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "deadline for the whole run; kernels still waiting then are aborted")
 	// examples/moe's flags without a GPU meaning.
@@ -136,6 +142,9 @@ func parseFlags() options {
 		log.Fatal(err)
 	}
 	o.modes = o.route.Modes
+	if o.timing != "kernel" && o.timing != "event" {
+		log.Fatalf("-timing %q: want kernel or event", o.timing)
+	}
 	if dtype != "bf16" {
 		log.Fatalf("-dtype %q: the GPU kernels carry bf16 (and FP8 with -fp8)", dtype)
 	}
@@ -195,8 +204,17 @@ func run(ctx context.Context, gc *gin.Comm, o options) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, g.Close()) }()
+	mod, err := g.Load("moe_gpu_nop.cu", nopSource)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, mod.Close()) }()
+	nop, err := mod.Function("nop")
+	if err != nil {
+		return err
+	}
 	for _, s := range setups(o) {
-		if err := runSetup(ctx, gc, g, o, s); err != nil {
+		if err := runSetup(ctx, gc, g, nop, o, s); err != nil {
 			return fmt.Errorf("%d tokens: %w", s.tokens, err)
 		}
 	}
@@ -228,7 +246,11 @@ func makeInput(o options, s setup, me, n int) (input, error) {
 	return in, nil
 }
 
-func runSetup(ctx context.Context, gc *gin.Comm, g *gpu.Comm, o options, s setup) error {
+// nopSource is the kernel that stands for the kernel ahead of a timed
+// phase (runner.time): one warp that does nothing.
+const nopSource = `extern "C" __global__ void nop() {}`
+
+func runSetup(ctx context.Context, gc *gin.Comm, g *gpu.Comm, nop *cuda.Function, o options, s setup) error {
 	n, me := gc.Size(), gc.Rank()
 	in, err := makeInput(o, s, me, n)
 	if err != nil {
@@ -243,7 +265,7 @@ func runSetup(ctx context.Context, gc *gin.Comm, g *gpu.Comm, o options, s setup
 		fmt.Printf("== moe: %d ranks (%s) over gpu %v (%s), bf16, hidden %d, top-%d, %d experts (%d per rank), %d tokens per rank, routing %s\n",
 			n, kind, g.Path(), name, s.hidden, s.topk, s.experts, s.experts/n, in.maxT, in.routing)
 	}
-	r := &runner{gc: gc, g: g, o: o, s: s, in: in, n: n, me: me}
+	r := &runner{gc: gc, g: g, nop: nop, o: o, s: s, in: in, n: n, me: me}
 	if slices.Contains(s.modes, "normal") {
 		r.name = fmt.Sprintf("%dtok_x%d_bf16", in.maxT, s.hidden)
 		if err := r.normal(ctx); err != nil {
@@ -271,6 +293,7 @@ func runSetup(ctx context.Context, gc *gin.Comm, g *gpu.Comm, o options, s setup
 type runner struct {
 	gc   *gin.Comm
 	g    *gpu.Comm
+	nop  *cuda.Function
 	o    options
 	s    setup
 	in   input
@@ -282,7 +305,7 @@ type runner struct {
 	x, idx, w, out cuda.DevicePtr
 	allocs         []cuda.DevicePtr
 	gate           *cuda.HostMem
-	events         [4]*cuda.Event // round start, layout done (normal), dispatch done, combine done
+	events         [nEvents]*cuda.Event
 	tracing        bool
 	traces         []gpumoe.LLTrace
 }
@@ -419,7 +442,7 @@ func (r *runner) normal(ctx context.Context) (err error) {
 	// kernel of its own and an event after it cost the 128-token dispatch
 	// 8 us (34.4 us instead of 26.7, docs/moe_gpu.md), so the rounds above
 	// have neither.
-	h.Trace(r.events[1])
+	h.Trace(r.events[evLayout])
 	lt, err := r.time(ctx, true, dispatch, func() error { return h.Combine(r.out) })
 	h.Trace(nil)
 	if err != nil {
@@ -554,52 +577,99 @@ func (r *runner) verify(ctx context.Context, fp8 bool, what string) error {
 // (normal mode; else 0; the timed dispatch fuses it).
 type stats struct{ d, c, t, l float64 }
 
+// The events of a round (runner.events).
+const (
+	evStart  = iota // after the start line
+	evLayout        // between the layout and dispatch kernels (Handle.Trace), in layout rounds
+	evDisp          // -timing kernel: before the nop right ahead of the dispatch
+	evMid           // after the dispatch
+	evComb          // -timing kernel: before the nop right ahead of the combine
+	evEnd           // after the combine
+	nEvents
+)
+
 // time runs warmup+iters rounds of dispatch then combine, each queued
 // behind a gate and a device barrier (Handle.StartLine) that opens once
 // every rank queued its round, and timed on the GPU with events; it returns
-// per-phase medians of the slowest rank's time per round. With layout it
-// also records events[1] (Handle.Trace moves it between the layout and the
-// dispatch kernels) and times the layout; else stats.l is 0.
+// per-phase medians of the slowest rank's time per round. With layout, the
+// dispatch records events[evLayout] between its layout and dispatch kernels
+// (Handle.Trace) and stats.l is the layout's time; else 0.
+//
+// -timing event: a phase's time is the span between the events right
+// before and after it. An event between two kernels holds the second one's
+// launch back: a kernel queued right behind another starts about 3 us
+// sooner than one queued behind an event (docs/moe_gpu.md), which is how
+// a model queues the dispatch (behind the router's kernel) and the combine
+// (behind the experts'). -timing kernel (the default) queues a phase
+// behind a kernel: a round is
+//
+//	start line, event A, nop, event B, nop, phase, event C
+//
+// per phase, and the phase's time is B..C minus A..B: the span of a nop
+// and the phase, less that of a nop alone, both measured from an event;
+// what the phase adds to a stream behind a kernel, its launch behind that
+// kernel included. (For the dispatch A is evStart, B evDisp, C evMid; for
+// the combine evMid, evComb, evEnd.)
 func (r *runner) time(ctx context.Context, layout bool, dispatch, combine func() error) (stats, error) {
 	o := r.o
 	st := r.g.Stream()
 	flag := memword.Uint64(r.gate.Bytes(), 0)
+	behind := o.timing == "kernel"
+	// queue records ev and, with -timing kernel, queues a nop, records at
+	// and queues a nop after it.
+	queue := func(ev, at int) error {
+		err := r.events[ev].Record(st)
+		if err == nil && behind {
+			err = r.g.Launch(r.nop, cuda.Dim3{X: 1}, cuda.Dim3{X: 32}, 0)
+			if err == nil {
+				err = r.events[at].Record(st)
+			}
+			if err == nil {
+				err = r.g.Launch(r.nop, cuda.Dim3{X: 1}, cuda.Dim3{X: 32}, 0)
+			}
+		}
+		return err
+	}
+	// span is the time of a phase whose events are a, b (kernel timing)
+	// and c: b..c less a..b, or a..c.
+	span := func(a, b, c int) (time.Duration, error) {
+		if !behind {
+			return cuda.Elapsed(r.events[a], r.events[c])
+		}
+		base, err1 := cuda.Elapsed(r.events[a], r.events[b])
+		t, err2 := cuda.Elapsed(r.events[b], r.events[c])
+		return t - base, errors.Join(err1, err2)
+	}
 	var rounds [][]time.Duration
 	for i := range o.warmup + o.iters {
 		flag.Store(0)
 		err := r.h.StartLine(r.gate.Dev())
 		if err == nil {
-			err = r.events[0].Record(st)
-		}
-		if err == nil && layout {
-			// Moved between layout and dispatch by Handle.Trace. Only
-			// when asked: an event inside the timed span delays the
-			// kernel after it (by about 3 us, docs/moe_gpu.md).
-			err = r.events[1].Record(st)
+			err = queue(evStart, evDisp)
 		}
 		if err == nil {
 			err = dispatch()
 		}
 		if err == nil {
-			err = r.events[2].Record(st)
+			err = queue(evMid, evComb)
 		}
 		if err == nil {
 			err = combine()
 		}
 		if err == nil {
-			err = r.events[3].Record(st)
+			err = r.events[evEnd].Record(st)
 		}
 		berr := r.gc.Barrier(ctx) // every rank queued its round
 		flag.Store(1)
 		if err := errors.Join(err, berr, r.h.Sync(ctx)); err != nil {
 			return stats{}, fmt.Errorf("round %d: %w", i, err)
 		}
-		d, err1 := cuda.Elapsed(r.events[0], r.events[2])
-		c, err2 := cuda.Elapsed(r.events[2], r.events[3])
+		d, err1 := span(evStart, evDisp, evMid)
+		c, err2 := span(evMid, evComb, evEnd)
 		var l time.Duration
 		var err3 error
 		if layout {
-			l, err3 = cuda.Elapsed(r.events[0], r.events[1])
+			l, err3 = span(evStart, evDisp, evLayout)
 		}
 		if err := errors.Join(err1, err2, err3); err != nil {
 			return stats{}, err
@@ -647,9 +717,10 @@ func (r *runner) report(mode string, s stats, dispBytes, combBytes, rowsPerPair 
 }
 
 // printTrace prints this rank's medians over the timed rounds of the
-// low-latency trace (Handle.TraceLL): µs after the StartLine kernel ended,
-// and each kernel's span from its first block's start to its last block's
-// end.
+// low-latency trace (Handle.TraceLL): µs after the StartLine kernel ended
+// (with -timing kernel, an event and two nop kernels come between it and
+// the dispatch, and between the dispatch and the combine), and each
+// kernel's span from its first block's start to its last block's end.
 func (r *runner) printTrace(mode string) {
 	type T = gpumoe.LLTrace
 	points := []struct {
