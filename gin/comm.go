@@ -29,7 +29,7 @@ type Comm struct {
 	// bell is rung by every put that adds to one of this rank's signals,
 	// where the provider offers it (rdma.Belled: shm); nil otherwise.
 	bell   rdma.Doorbell
-	kicked *kickedBell // bell as waits hold it, made once: a wait allocates nothing
+	kicked *kickedBell // bell as waits hold it (nil without one), made once: a wait allocates nothing
 	caps   rdma.Capabilities
 	rank   int
 	size   int

@@ -53,7 +53,7 @@ func (x *Context) WaitSignal(ctx context.Context, s Signal, least uint64, bits i
 	// Not wait and a deferred leave: the return from a wait is on a
 	// ping-pong's critical path, where each frame's code is cold after the
 	// kernel's send.
-	v, err := x.c.waitDriving(ctx, w, least, m, "signal", int(s), x.c.driver(), x.c.bell)
+	v, err := x.c.waitDriving(ctx, w, least, m, "signal", int(s), x.c.driver(), x.c.kicked)
 	x.c.leave()
 	return v, err
 }
@@ -109,7 +109,7 @@ func (x *Context) WaitSignals(ctx context.Context, set []SignalWait, bits int) (
 	if err := ctx.Err(); err != nil {
 		return -1, 0, fmt.Errorf("wait signals (%d): %w", len(set), err)
 	}
-	b := x.c.backoff(ctx, x.c.driver(), x.c.bell)
+	b := x.c.backoff(ctx, x.c.driver(), x.c.kicked)
 	defer b.Stop()
 	for {
 		if i, v := ready(); i >= 0 {
@@ -143,7 +143,11 @@ func (x *Context) ResetSignal(s Signal) error {
 // until least <= word (rolling, mask m), ctx ends, the Comm closes or a
 // peer is lost. bell is the window's doorbell, or nil.
 func (c *Comm) wait(ctx context.Context, w *atomic.Uint64, least, m uint64, what string, id int, bell rdma.Doorbell) (uint64, error) {
-	return c.waitDriving(ctx, w, least, m, what, id, c.driver(), bell)
+	var kb *kickedBell
+	if bell != nil {
+		kb = &kickedBell{bell, c}
+	}
+	return c.waitDriving(ctx, w, least, m, what, id, c.driver(), kb)
 }
 
 // Progress drives the provider once where its progress is manual (ofi:
@@ -177,16 +181,12 @@ func (c *Comm) driver() idle.Driver {
 // doorbell that the awaited word's puts ring (shm), else parks on timers
 // (counters, which no put rings). Deadlines and ctx are looked at when
 // Idle reports true, so the spinning path stays a load and a compare.
-func (c *Comm) backoff(ctx context.Context, d idle.Driver, bell rdma.Doorbell) idle.Backoff {
+func (c *Comm) backoff(ctx context.Context, d idle.Driver, bell *kickedBell) idle.Backoff {
 	if d != nil {
 		return idle.NewDrivenCtx(ctx, c.cfg.Idle, d)
 	}
 	if bell != nil {
-		kb := c.kicked
-		if kb == nil || bell != kb.Doorbell {
-			kb = &kickedBell{bell, c} // a window's bell (VA signals)
-		}
-		b := idle.NewBelled(ctx, c.cfg.Idle, kb)
+		b := idle.NewBelled(ctx, c.cfg.Idle, bell)
 		if c.spin != nil {
 			b.SpinWith(c.spin.SpinPoll)
 		}
@@ -197,7 +197,7 @@ func (c *Comm) backoff(ctx context.Context, d idle.Driver, bell rdma.Doorbell) i
 
 // waitDriving is wait driving d (nil: none) while it waits, blocking on
 // bell (nil: none) where there is no d.
-func (c *Comm) waitDriving(ctx context.Context, w *atomic.Uint64, least, m uint64, what string, id int, d idle.Driver, bell rdma.Doorbell) (uint64, error) {
+func (c *Comm) waitDriving(ctx context.Context, w *atomic.Uint64, least, m uint64, what string, id int, d idle.Driver, bell *kickedBell) (uint64, error) {
 	least &= m
 	if v := w.Load() & m; RollingLE(least, v, m) {
 		return v, nil
