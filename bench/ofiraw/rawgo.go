@@ -21,6 +21,8 @@ import (
 	"runtime"
 	"time"
 	"unsafe"
+
+	"github.com/rdmactor/rdmactor/internal/idle"
 )
 
 // goSchedEvery is how many CQ reads pass between two runtime.Gosched calls
@@ -49,20 +51,15 @@ type goPoller struct {
 	r     unsafe.Pointer // the C raw struct (C memory)
 	polls int
 	every int    // CQ reads between yields
-	yield func() // runtime.Gosched, or goyield for -loop goyield
+	yield func() // runtime.Gosched, or idle.Yield (runtime.goyield) for -loop goyield
 }
 
 func newGoPoller(s *rawSide) *goPoller {
 	if s.goYield {
-		return &goPoller{r: unsafe.Pointer(s.r), every: goYieldEvery, yield: goyield}
+		return &goPoller{r: unsafe.Pointer(s.r), every: goYieldEvery, yield: idle.Yield}
 	}
 	return &goPoller{r: unsafe.Pointer(s.r), every: goSchedEvery, yield: runtime.Gosched}
 }
-
-// goyield is runtime.goyield, as the ofi provider links it (sched.go).
-//
-//go:linkname goyield runtime.goyield
-func goyield()
 
 // poll reads the CQ once and returns the counter which.
 func (g *goPoller) poll(which C.int) (int64, error) {

@@ -20,9 +20,15 @@ import (
 // Default or fill every field.
 type Strategy struct {
 	Spins    int           // busy iterations before yielding
-	Yields   int           // runtime.Gosched calls before parking
+	Yields   int           // yields before parking (runtime.Gosched, or Yield with QuietYield)
 	MinSleep time.Duration // first park, doubled each time up to MaxSleep
 	MaxSleep time.Duration // longest park, and so the worst added wake-up latency
+	// QuietYield yields with Yield instead of runtime.Gosched (not in a
+	// driven wait): for ranks that are goroutines of one process, whose
+	// Gosched calls wake the runtime's idle threads and queue on its
+	// global run queue, so that many waiting ranks serialize one another
+	// (docs/scaling.md). Processes measured no better with it.
+	QuietYield bool
 }
 
 // Default spins 256 times (a few hundred ns), yields 1024 times (100 to
@@ -197,7 +203,7 @@ func (b *Backoff) Idle() (parked bool) {
 		return b.n%checkEvery == 0
 	case b.n <= b.s.Spins+b.s.Yields:
 		if b.spin == nil || b.spin() == 0 {
-			runtime.Gosched()
+			b.yield()
 		}
 		return b.n%checkEvery == 0
 	}
@@ -212,6 +218,15 @@ func (b *Backoff) Idle() (parked bool) {
 		}
 	}
 	return true
+}
+
+// yield gives the processor away once, as the strategy says.
+func (b *Backoff) yield() {
+	if b.s.QuietYield {
+		Yield()
+		return
+	}
+	runtime.Gosched()
 }
 
 // block is Idle's phase on a Bell: arm (and return, for the caller's

@@ -1,6 +1,8 @@
 package idle
 
 import (
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -62,4 +64,24 @@ func TestDrivenNil(t *testing.T) {
 	// A nil Driver (a provider that is not an rdma.Poller) is New.
 	s := Strategy{Spins: 1, Yields: 1, MinSleep: time.Microsecond, MaxSleep: time.Microsecond}
 	assert.Equal(t, New(s), NewDriven(s, nil))
+}
+
+// A yield lets the goroutines queued on the waiter's processor run, with
+// either kind of yield: on one processor, a goroutine that the waiter
+// started sets the flag within the first few yields, not after the
+// runtime's 10 ms preemption (thousands of calls).
+func TestYieldPhaseRunsQueuedGoroutines(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for _, quiet := range []bool{false, true} {
+		var flag atomic.Bool
+		b := New(Strategy{Spins: 0, Yields: 1 << 30, MinSleep: time.Microsecond, MaxSleep: time.Microsecond, QuietYield: quiet})
+		go flag.Store(true)
+		calls := 0
+		for !flag.Load() && calls < 1<<20 {
+			b.Idle()
+			calls++
+		}
+		assert.True(t, flag.Load(), "QuietYield %v: the queued goroutine never ran", quiet)
+		assert.LessOrEqual(t, calls, 16, "QuietYield %v: yields before the queued goroutine ran", quiet)
+	}
 }

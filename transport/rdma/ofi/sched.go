@@ -4,9 +4,10 @@ package ofi
 
 import (
 	"sync/atomic"
-	_ "unsafe" // go:linkname
 
 	"golang.org/x/sys/unix"
+
+	"github.com/rdmactor/rdmactor/internal/idle"
 )
 
 // schedPoint passes the calling goroutine through the Go scheduler once
@@ -14,7 +15,8 @@ import (
 func (p *Provider) schedPoint() { yieldEvery(&p.spins) }
 
 // yieldEvery counts a call in n and, on every schedEvery-th, yields the
-// processor to the goroutines queued on this P (goyield).
+// processor to the goroutines queued on this P (idle.Yield, which wakes
+// no thread).
 //
 // Why: a waiter that spins on Poll spends nearly all its time in cgo calls
 // and never reschedules, so the runtime's sysmon sees one time slice of its
@@ -27,25 +29,9 @@ func (p *Provider) schedPoint() { yieldEvery(&p.spins) }
 // slice (scripts/bench_ofi.sh compares the ping-pong with raw libfabric).
 func yieldEvery(n *atomic.Uint64) {
 	if n.Add(1)%schedEvery == 0 {
-		goyield()
+		idle.Yield()
 	}
 }
-
-// goyield is runtime.goyield (Go's own name for it; exported to other
-// packages by the runtime's go:linkname, and kept by its promise in
-// go.dev/issue/67401): runtime.Gosched, except that the goroutine waits on
-// its P's local run queue rather than the global one, and no other thread
-// is woken to look for work.
-//
-// Why not runtime.Gosched: Gosched wakes an idle thread (wakep) on every
-// call. Where both ranks spin on few cores, that thread is scheduled on
-// the peer's core and preempts it, or takes the waiting goroutine from the
-// global queue and carries it to the peer's core, where the two spinning
-// ranks share one CPU until the kernel balances them again (round trips
-// of hundreds of µs). goyield wakes no thread.
-//
-//go:linkname goyield runtime.goyield
-func goyield()
 
 // schedEvery is how many Poll and PollWait calls pass between two
 // yields: about 0.1 ms of polling at the ~1 µs an empty fi_cq_read takes
@@ -55,7 +41,7 @@ func goyield()
 const schedEvery = 128
 
 // schedPost counts Post's work (bytes, plus schedOpWork per WQE) and
-// yields (goyield) once schedWork of it has passed since the last yield.
+// yields (idle.Yield) once schedWork of it has passed since the last yield.
 // Caller: Post, one goroutine at a time per QP (rdma caller duty 1).
 //
 // Why: the waiters' yield (schedPoint) never runs in a producer that only
@@ -70,7 +56,7 @@ const schedEvery = 128
 func (q *qp) schedPost(work int) {
 	if q.postWork += work; q.postWork >= schedWork {
 		q.postWork = 0
-		goyield()
+		idle.Yield()
 	}
 }
 
@@ -84,5 +70,5 @@ const (
 )
 
 // schedYield gives the core to another runnable thread (sched_yield(2)),
-// unlike goyield, which keeps it busy with this process's goroutines.
+// unlike idle.Yield, which keeps it busy with this process's goroutines.
 func schedYield() { _, _, _ = unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
