@@ -73,12 +73,14 @@ type Comm struct {
 // ErrBadArgument for a Peers naming a rank outside the world (also
 // ErrPeerOutOfRange) or peer sets that are not symmetric (on every rank).
 func NewComm(ctx context.Context, boot Bootstrap, cfg Config) (*Comm, error) {
-	return newComm(ctx, boot, cfg, hostID())
+	return newComm(ctx, boot, cfg, hostID(), false)
 }
 
 // newComm is NewComm for a rank on host (NewLocalOnHosts gives goroutine
-// ranks hosts of their own).
-func newComm(ctx context.Context, boot Bootstrap, cfg Config, host string) (*Comm, error) {
+// ranks hosts of their own); goroutineRanks says that other ranks of the
+// job run in this process, whose default waits then yield quietly
+// (IdleStrategy.QuietYield).
+func newComm(ctx context.Context, boot Bootstrap, cfg Config, host string, goroutineRanks bool) (*Comm, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
@@ -112,6 +114,7 @@ func newComm(ctx context.Context, boot Bootstrap, cfg Config, host string) (*Com
 		if c.Oversubscribed() {
 			c.cfg.Idle = OversubscribedIdle
 		}
+		c.cfg.Idle.QuietYield = goroutineRanks
 	}
 	c.system = actorsys.New()
 	c.eps, err = endpoint.NewManager(prov, c.size, endpoint.Config{

@@ -38,8 +38,9 @@ type Config struct {
 	// Idle paces every wait: spin, yield, then block in the provider (or
 	// park on timers where it offers nothing to block in). Default
 	// DefaultIdle, or OversubscribedIdle when the host runs more ranks
-	// than it has processors (Comm.Oversubscribed). Latency-critical
-	// ranks that own a core raise Yields.
+	// than it has processors (Comm.Oversubscribed), with QuietYield set
+	// where the ranks are goroutines of one process (NewLocal).
+	// Latency-critical ranks that own a core raise Yields.
 	Idle IdleStrategy
 	// Require lists what the provider must offer; NewComm fails otherwise.
 	Require Requirements

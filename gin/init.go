@@ -97,7 +97,7 @@ func NewLocalOnHosts(ctx context.Context, hosts []string, cfg Config) ([]*Comm, 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			comms[r], errs[r] = newComm(ctx, boots[r], cfg, hosts[r])
+			comms[r], errs[r] = newComm(ctx, boots[r], cfg, hosts[r], n > 1)
 			if errs[r] != nil {
 				boots[r].Close() // unblock the others' collectives
 			}

@@ -25,8 +25,10 @@ const IdleModes = "auto, spin, yield or gin"
 //   - spin: yield only after 16384 polls (tens of microseconds): lowest
 //     latency for ranks that own a core.
 //   - yield: yield after every poll: ranks that share cores.
-//   - gin: gin's WaitSignal with its default pacing (spin 256, Gosched
-//     64, then park from 1 µs to 1 ms).
+//   - gin: gin's WaitSignal with gin's own default pacing (Config.Idle
+//     left zero: gin.DefaultIdle, OversubscribedIdle where the ranks
+//     outnumber the processors, yields that wake no thread for goroutine
+//     ranks).
 //   - auto: spin when the ranks fit the cores (runtime.NumCPU() for
 //     processes, GOMAXPROCS for goroutines), yield otherwise.
 //
@@ -48,7 +50,7 @@ func Idle(mode string, ranks int, local bool, spins int) (gin.IdleStrategy, barr
 		p.Spins = 1 << 14
 	case "yield":
 	case "gin":
-		return gin.DefaultIdle, barrier.Pacing{}, nil
+		return gin.IdleStrategy{}, barrier.Pacing{}, nil
 	default:
 		return gin.IdleStrategy{}, barrier.Pacing{}, fmt.Errorf("idle mode %q: want %s", mode, IdleModes)
 	}
