@@ -79,6 +79,7 @@ type options struct {
 	rttIters  int
 	msgs      int
 	ringBytes int
+	linger    time.Duration
 	timeout   time.Duration
 	heapDir   string
 }
@@ -106,6 +107,7 @@ func main() {
 	flag.IntVar(&o.rttIters, "rtt-iters", 2000, "round trips per repetition")
 	flag.IntVar(&o.msgs, "msgs", 20000, "messages each rank sends to each neighbour")
 	flag.IntVar(&o.ringBytes, "ring", mailbox.DefaultRingBytes, "mailbox RingBytes")
+	flag.DurationVar(&o.linger, "linger", 0, "mailbox Linger (0: its default; negative: never)")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "bound on the whole run")
 	flag.StringVar(&o.heapDir, "heap-profiles", "", "write each process's heap profile after the actor traffic to this directory (heap-r<rank>.pprof)")
 	flag.Parse()
@@ -398,6 +400,7 @@ func neighbours(r, n int) []int {
 func (j *job) actors(ctx context.Context, maxK int) error {
 	cfg := actor.Config{}
 	cfg.Mailbox.RingBytes = j.o.ringBytes
+	cfg.Mailbox.Linger = j.o.linger
 	cfg.Mailbox.SignalBase = mailboxBase(j.n, maxK)
 	node, err := actor.Start(ctx, j.c, cfg)
 	if err != nil {
