@@ -34,7 +34,11 @@ func (j *job) start(env []string) error {
 	for local := range j.o.NP {
 		r := j.o.RankBase + local
 		renv := append(env[:len(env):len(env)], EnvRank+"="+strconv.Itoa(r), EnvLocalRank+"="+strconv.Itoa(local))
-		p, err := startRank(r, j.o.Prog, j.o.Args, renv)
+		var cpus []int
+		if j.o.CPUs != nil {
+			cpus = j.o.CPUs[local]
+		}
+		p, err := startRank(r, j.o.Prog, j.o.Args, renv, cpus)
 		if err != nil {
 			return fmt.Errorf("launch: start rank %d: %w", r, err)
 		}

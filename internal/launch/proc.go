@@ -20,8 +20,9 @@ type rankProc struct {
 	reaped bool // Wait returned: the pid may be reused, never signal it again
 }
 
-// startRank starts prog with its own process group and stdout/stderr pipes.
-func startRank(rank int, prog string, args, env []string) (*rankProc, error) {
+// startRank starts prog with its own process group and stdout/stderr
+// pipes, bound to cpus if any (startBound).
+func startRank(rank int, prog string, args, env []string, cpus []int) (*rankProc, error) {
 	cmd := exec.Command(prog, args...)
 	cmd.Env = env
 	setProcAttr(cmd)
@@ -36,7 +37,7 @@ func startRank(rank int, prog string, args, env []string) (*rankProc, error) {
 		return nil, err
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
-	err = cmd.Start()
+	err = startBound(cmd, cpus)
 	outW.Close()
 	errW.Close()
 	if err != nil {

@@ -27,6 +27,10 @@ const InheritTransport = "inherit"
 // ErrTimeout is returned (wrapped) by Run when Options.Timeout ran out.
 var ErrTimeout = errors.New("launch: timeout")
 
+// ErrBindUnsupported is CoreBlocks' error where the OS has no CPU affinity
+// to bind ranks with.
+var ErrBindUnsupported = errors.New("binding ranks to processors is not supported here")
+
 // Options describes a job for Run: its ranks on this host, and for a job
 // across hosts (WorldSize > NP) where they stand in it.
 type Options struct {
@@ -81,6 +85,11 @@ type Options struct {
 	// the job's named shm files, RDMACTOR_SHM_FILES=named). Its error is
 	// joined to Run's.
 	Cleanup func(job string) error
+	// CPUs, if set, binds local rank i to the processors CPUs[i] (its CPU
+	// affinity, which its Go runtime sizes GOMAXPROCS from), as CoreBlocks
+	// divides them; one entry per rank (NP). Linux only
+	// (ErrBindUnsupported elsewhere).
+	CPUs [][]int
 }
 
 // Result is how one rank ended.
@@ -138,6 +147,9 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 	}
 	if o.WorldSize == 0 {
 		o.WorldSize = o.NP
+	}
+	if o.CPUs != nil && len(o.CPUs) != o.NP {
+		return nil, fmt.Errorf("launch: CPUs for %d ranks, NP = %d", len(o.CPUs), o.NP)
 	}
 	if o.RankBase < 0 || o.RankBase+o.NP > o.WorldSize {
 		return nil, fmt.Errorf("launch: ranks %d..%d do not fit a world of %d", o.RankBase, o.RankBase+o.NP-1, o.WorldSize)
