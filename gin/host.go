@@ -35,22 +35,24 @@ func hostID() string {
 // provider, which picks a transport per peer from the result
 // (rdma.Config.Hosts).
 func (c *Comm) gatherHosts(ctx context.Context, me string) error {
-	all, err := c.boot.AllGather(ctx, c.hello(me))
+	all, err := c.boot.AllGather(ctx, c.hello(me, cpuSet()))
 	if err != nil {
 		return fmt.Errorf("exchange host ids: %w", err)
 	}
 	c.hosts = make([]string, len(all))
 	sets := make([][]int, len(all))
-	n := 0
+	var cpus [][]byte
 	for r, b := range all {
-		if c.hosts[r], sets[r], err = readHello(r, len(all), b); err != nil {
+		h, err := readHello(r, len(all), b)
+		if err != nil {
 			return err
 		}
-		if c.hosts[r] == me {
-			n++
+		c.hosts[r], sets[r] = h.host, h.peers
+		if h.host == me {
+			cpus = append(cpus, h.cpus)
 		}
 	}
-	c.local = n
+	c.local, c.cpus = len(cpus), hostCPUs(cpus)
 	return checkSymmetric(sets)
 }
 
@@ -85,10 +87,18 @@ func hostBlock(hosts []string) int {
 // RDMACTOR_HOST_ID.
 func (c *Comm) LocalRanks() int { return c.local }
 
-// Oversubscribed reports whether this host runs more ranks than it has
-// processors (runtime.NumCPU): waits then block at once rather than spin,
-// since a spinning rank takes the processor the rank it waits for needs.
-func (c *Comm) Oversubscribed() bool { return c.local > runtime.NumCPU() }
+// Oversubscribed reports whether this host runs more ranks than the
+// processors they may run on (the union of the host's ranks' affinity
+// sets: ranks bound to cores of their own are not oversubscribed, ranks
+// confined together to fewer processors are): waits then block at once
+// rather than spin, since a spinning rank takes the processor the rank it
+// waits for needs.
+func (c *Comm) Oversubscribed() bool {
+	if c.cpus == 0 { // no host exchange
+		return c.local > runtime.NumCPU()
+	}
+	return c.local > c.cpus
+}
 
 // defaultTransport is the provider of a Config without Transport: "auto"
 // (transport/rdma/hybrid: shm within a host, ofi between hosts) where the

@@ -91,52 +91,70 @@ func (c *Comm) CheckTeam(t Team) error {
 	return nil
 }
 
-// hello is this rank's part of NewComm's first exchange: its host identity
-// and its peer set, so that each rank learns the hosts and every rank
-// checks the peer sets' symmetry in the same round. Layout: uvarint
-// len(host), host, then uvarint 0 for every rank or n+1 followed by n
-// uvarint ranks (sorted, this rank left out).
-func (c *Comm) hello(host string) []byte {
+// hello is this rank's part of NewComm's first exchange: its host identity,
+// its peer set and the processors it may run on, so that each rank learns
+// the hosts and how many processors their ranks share (Oversubscribed),
+// and every rank checks the peer sets' symmetry in the same round.
+// Layout: uvarint len(host), host, then uvarint 0 for every rank or n+1
+// followed by n uvarint ranks (sorted, this rank left out), then uvarint
+// len(cpus) and cpus, the affinity bitmap (empty: unknown).
+func (c *Comm) hello(host string, cpus []byte) []byte {
 	b := binary.AppendUvarint(nil, uint64(len(host)))
 	b = append(b, host...)
 	if c.peers == nil {
-		return binary.AppendUvarint(b, 0)
-	}
-	b = binary.AppendUvarint(b, uint64(len(c.peers)))
-	for _, p := range c.peers {
-		if p != c.rank {
-			b = binary.AppendUvarint(b, uint64(p))
+		b = binary.AppendUvarint(b, 0)
+	} else {
+		b = binary.AppendUvarint(b, uint64(len(c.peers)))
+		for _, p := range c.peers {
+			if p != c.rank {
+				b = binary.AppendUvarint(b, uint64(p))
+			}
 		}
 	}
-	return b
+	b = binary.AppendUvarint(b, uint64(len(cpus)))
+	return append(b, cpus...)
 }
 
-// readHello decodes rank r's hello: its host and its peer set (nil: every
-// rank; else sorted, without r).
-func readHello(r, size int, b []byte) (string, []int, error) {
+// helloMsg is a decoded hello.
+type helloMsg struct {
+	host  string
+	peers []int  // nil: every rank; else sorted, without the sender
+	cpus  []byte // affinity bitmap; nil: unknown
+}
+
+// readHello decodes rank r's hello; every declared length is checked
+// against the bytes present.
+func readHello(r, size int, b []byte) (helloMsg, error) {
 	bad := fmt.Errorf("rank %d's host and peer exchange is malformed: %w", r, ErrBadArgument)
+	var h helloMsg
 	n, k := binary.Uvarint(b)
 	if k <= 0 || n > uint64(len(b)-k) {
-		return "", nil, bad
+		return h, bad
 	}
-	host, b := string(b[k:k+int(n)]), b[k+int(n):]
+	h.host, b = string(b[k:k+int(n)]), b[k+int(n):]
 	cnt, k := binary.Uvarint(b)
 	if k <= 0 || cnt > uint64(size) {
-		return "", nil, bad
+		return h, bad
 	}
 	b = b[k:]
-	if cnt == 0 {
-		return host, nil, nil
-	}
-	peers := make([]int, 0, cnt-1)
-	for range cnt - 1 {
-		p, k := binary.Uvarint(b)
-		if k <= 0 || p >= uint64(size) {
-			return "", nil, bad
+	if cnt > 0 {
+		h.peers = make([]int, 0, cnt-1)
+		for range cnt - 1 {
+			p, k := binary.Uvarint(b)
+			if k <= 0 || p >= uint64(size) {
+				return h, bad
+			}
+			h.peers, b = append(h.peers, int(p)), b[k:]
 		}
-		peers, b = append(peers, int(p)), b[k:]
 	}
-	return host, peers, nil
+	n, k = binary.Uvarint(b)
+	if k <= 0 || n > maxCPUSetBytes || n > uint64(len(b)-k) || uint64(len(b)-k) != n {
+		return h, bad
+	}
+	if n > 0 {
+		h.cpus = b[k:]
+	}
+	return h, nil
 }
 
 // checkSymmetric fails when some rank lists a peer that does not list it

@@ -1,6 +1,7 @@
 package gin
 
 import (
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -34,20 +35,33 @@ func TestCheckSymmetric(t *testing.T) {
 func TestHelloRoundTrip(t *testing.T) {
 	c := &Comm{rank: 2, size: 5, cfg: Config{Peers: []int{4, 0, 2, 4}}}
 	require.NoError(t, c.setPeers())
-	host, peers, err := readHello(2, 5, c.hello("h/boot"))
+	h, err := readHello(2, 5, c.hello("h/boot", []byte{0, 0x30}))
 	require.NoError(t, err)
-	assert.Equal(t, "h/boot", host)
-	assert.Equal(t, []int{0, 4}, peers)
+	assert.Equal(t, "h/boot", h.host)
+	assert.Equal(t, []int{0, 4}, h.peers)
+	assert.Equal(t, []byte{0, 0x30}, h.cpus)
 
 	all := &Comm{rank: 1, size: 5}
 	require.NoError(t, all.setPeers())
-	_, peers, err = readHello(1, 5, all.hello("h"))
+	h, err = readHello(1, 5, all.hello("h", nil))
 	require.NoError(t, err)
-	assert.Nil(t, peers)
+	assert.Nil(t, h.peers)
+	assert.Nil(t, h.cpus)
 
-	for _, b := range [][]byte{nil, {5, 'a'}, {1, 'a'}, {1, 'a', 9}, {1, 'a', 2}, {1, 'a', 2, 7}} {
-		_, _, err := readHello(0, 5, b)
+	for _, b := range [][]byte{nil, {5, 'a'}, {1, 'a'}, {1, 'a', 9}, {1, 'a', 2}, {1, 'a', 2, 7},
+		{1, 'a', 0}, {1, 'a', 0, 2, 1}, {1, 'a', 0, 1, 1, 1}, {1, 'a', 0, 0x81, 0x80, 1}} {
+		_, err := readHello(0, 5, b)
 		assert.ErrorIs(t, err, ErrBadArgument, "%v", b)
+	}
+}
+
+func TestHostCPUs(t *testing.T) {
+	assert.Equal(t, 2, hostCPUs([][]byte{{0x01}, {0x02}}), "two ranks bound to a core each")
+	assert.Equal(t, 1, hostCPUs([][]byte{{0x01}, {0x01}}), "two ranks on one core")
+	assert.Equal(t, 3, hostCPUs([][]byte{{0x03}, {0x02, 0x80}}), "sets of different lengths")
+	assert.Equal(t, runtime.NumCPU(), hostCPUs([][]byte{{0x01}, nil}), "a set unknown")
+	if set := cpuSet(); set != nil {
+		assert.Equal(t, runtime.NumCPU(), hostCPUs([][]byte{set}), "this process's own set")
 	}
 }
 

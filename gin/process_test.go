@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -25,6 +26,7 @@ func TestMain(m *testing.M) {
 	testutils.Role("ring", roleRing)
 	testutils.Role("killed", roleKilled)
 	testutils.Role("wakes", roleWakes)
+	testutils.Role("oversub", roleOversub)
 	testutils.MainWithRoles(m)
 }
 
@@ -206,4 +208,51 @@ func wakeRounds() int {
 // RDMACTOR_TEST_WAKES=1000000 is not cut off by the launcher's default.
 func wakesTimeout(rounds int) time.Duration {
 	return time.Minute + time.Duration(rounds)*time.Millisecond
+}
+
+// TestOversubscribedFollowsBinding: ranks a launcher binds to processors of
+// their own (as mpirun --bind-to core) are not oversubscribed, though each
+// sees one processor; ranks bound together to one processor are.
+func TestOversubscribedFollowsBinding(t *testing.T) {
+	own, err := launch.CoreBlocks(2)
+	if errors.Is(err, launch.ErrBindUnsupported) || err != nil && runtime.NumCPU() < 2 {
+		t.Skipf("no processor of its own for each of 2 ranks: %v", err)
+	}
+	require.NoError(t, err)
+	one := []int{own[0][0]}
+	for _, tc := range []struct {
+		name string
+		cpus [][]int
+		want bool
+	}{
+		{"a core each", [][]int{own[0][:1], own[1][:1]}, false},
+		{"one core for both", [][]int{one, one}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := launch.Options{NP: 2, KillOnFailure: true, CPUs: tc.cpus,
+				Env: []string{"RDMACTOR_TEST_WANT_OVERSUB=" + strconv.FormatBool(tc.want)}}
+			for _, r := range testutils.RunRanksOpts(t, o, "oversub") {
+				assert.Zero(t, r.ExitCode, "rank %d: %v", r.Rank, r.Err)
+			}
+		})
+	}
+}
+
+// roleOversub checks Comm.Oversubscribed against RDMACTOR_TEST_WANT_OVERSUB.
+func roleOversub() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := gin.Init(ctx, gin.Config{})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	want, err := strconv.ParseBool(os.Getenv("RDMACTOR_TEST_WANT_OVERSUB"))
+	if err != nil {
+		return err
+	}
+	if got := c.Oversubscribed(); got != want || c.LocalRanks() != 2 {
+		return fmt.Errorf("Oversubscribed %v with %d local ranks on %d processors of this rank, want %v with 2", got, c.LocalRanks(), runtime.NumCPU(), want)
+	}
+	return c.Barrier(ctx)
 }
