@@ -64,7 +64,8 @@ fi
 
 # job NAME PROG [ARGS...]: one rdmarun per namespace, node 0 in $a (rank
 # 0 serves the rendezvous on its veth address), node 1 in $b; both must
-# succeed. Their output is in $dir/NAME.{0,1}.
+# succeed. Their output is in $dir/NAME.{0,1}. Both "hosts" share this
+# machine's processors, so neither launcher binds its ranks (-bind none).
 job() {
   local name=$1 port=$((20000 + RANDOM % 20000)) pids=() k ns iface rc=0
   shift
@@ -73,7 +74,7 @@ job() {
     if [ "$k" = 1 ]; then ns=$b iface=$vb; fi
     ip netns exec "$ns" env RDMACTOR_HOST_ID="host$k" RDMACTOR_JOB_SECRET="$secret" \
       RDMACTOR_OFI_PROVIDER=tcp RDMACTOR_OFI_IFACE="$iface" \
-      "$dir/rdmarun" -nnodes 2 -node-rank "$k" -master "10.178.0.1:$port" -np 2 -transport auto -timeout 4m \
+      "$dir/rdmarun" -nnodes 2 -node-rank "$k" -master "10.178.0.1:$port" -np 2 -bind none -transport auto -timeout 4m \
       "$dir/$1" "${@:2}" >"$dir/$name.$k" 2>&1 &
     pids+=($!)
   done

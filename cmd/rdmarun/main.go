@@ -1,7 +1,7 @@
 // Command rdmarun starts the ranks of an rdmactor job on this host, as
 // torchrun or mpirun do:
 //
-//	rdmarun [-np N] [-transport shm] [-timeout D] [-host H] [-gomaxprocs auto] prog [args...]
+//	rdmarun [-np N] [-transport shm] [-timeout D] [-host H] [-gomaxprocs auto] [-bind core] prog [args...]
 //	rdmarun -nnodes N -node-rank K -master HOST:PORT [-np M] [-transport ofi] prog [args...]
 //
 // Examples:
@@ -71,6 +71,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	nnodes := fs.Int("nnodes", 1, "number of nodes, each running rdmarun with the same -np")
 	nodeRank := fs.Int("node-rank", 0, "this node's index, in [0, nnodes): its ranks are node-rank*np .. node-rank*np+np-1")
 	master := fs.String("master", "", "bootstrap address HOST:PORT, an address of node 0 where its rank 0 listens; required with -nnodes > 1")
+	bind := fs.String("bind", "auto", "bind each rank to processors of its own: core (the processors this launcher may run on, divided among its -np ranks in equal blocks, as mpirun --bind-to core; fails with more ranks than processors), auto (core where the ranks are no more than the processors, else none) or none (ranks that share this host with another launcher's, as in a test that stands namespaces for hosts)")
 	procs := fs.String("gomaxprocs", "", "GOMAXPROCS of every rank: N, or auto (the processors of this node divided among its -np ranks where they are no more than the processors; more ranks keep the default); default: as in this environment")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: rdmarun [-np N] [-transport shm] [-timeout D] [-host H] [-keep-going] prog [args...]")
@@ -88,6 +89,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
+	cpus, err := cpuBlocks(*bind, *np)
+	if err != nil {
+		fmt.Fprintf(stderr, "rdmarun: %v\n", err)
+		return 2
+	}
 	if fs.NArg() == 0 {
 		fs.Usage()
 		return 2
@@ -99,7 +105,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	_, err := launch.Run(ctx, launch.Options{
+	_, err = launch.Run(ctx, launch.Options{
 		NP:            *np,
 		Transport:     *transport,
 		Prog:          fs.Arg(0),
@@ -120,6 +126,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		WorldSize:     *nnodes * *np,
 		RankBase:      *nodeRank * *np,
 		Cleanup:       shm.Cleanup,
+		CPUs:          cpus,
 	})
 	if err == nil {
 		return 0
@@ -152,6 +159,25 @@ func gomaxprocs(v string, np int) []string {
 		return []string{"GOMAXPROCS=" + strconv.Itoa(runtime.NumCPU()/np)}
 	}
 	return []string{"GOMAXPROCS=" + v}
+}
+
+// cpuBlocks is what -bind mode gives the np ranks (launch.CoreBlocks): nil
+// for none, and for auto where there are more ranks than processors.
+func cpuBlocks(mode string, np int) ([][]int, error) {
+	switch mode {
+	case "none":
+		return nil, nil
+	case "auto", "core":
+		b, err := launch.CoreBlocks(np)
+		if err != nil && mode == "auto" {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("-bind core: %w (-bind none runs them unbound)", err)
+		}
+		return b, nil
+	}
+	return nil, fmt.Errorf("-bind %q: want core, auto or none", mode)
 }
 
 // checkFlags validates the counts, the multi-node flags and -gomaxprocs,

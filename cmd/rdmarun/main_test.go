@@ -9,6 +9,16 @@ import (
 	"testing"
 )
 
+// bound2 is what 2 ranks print of their processor count (nproc) by
+// default: half of this host's each, or all where there is only one.
+func bound2() string {
+	n := runtime.NumCPU()
+	if n >= 2 {
+		n /= 2
+	}
+	return "[0] " + strconv.Itoa(n) + "|[1] " + strconv.Itoa(n)
+}
+
 func TestRun(t *testing.T) {
 	t.Setenv("RDMACTOR_TRANSPORT", "") // the "ok" case shows that rdmarun sets none
 	for _, c := range []struct {
@@ -38,6 +48,12 @@ func TestRun(t *testing.T) {
 		{"master and host", []string{"-nnodes", "2", "-master", "node0:1", "-host", "a", "true"}, 2, "", "-host and -master"},
 		{"gomaxprocs", []string{"-np", "2", "-gomaxprocs", "3", "sh", "-c", `echo "$GOMAXPROCS"`}, 0, "[0] 3|[1] 3", ""},
 		{"bad gomaxprocs", []string{"-gomaxprocs", "0", "true"}, 2, "", `-gomaxprocs "0"`},
+		{"bad bind", []string{"-bind", "socket", "true"}, 2, "", `-bind "socket": want core, auto or none`},
+		{"bind core, more ranks than processors", []string{"-np", strconv.Itoa(runtime.NumCPU() + 1), "-bind", "core", "true"}, 2, "", "no core of its own"},
+		{"bind auto, more ranks than processors", []string{"-np", strconv.Itoa(runtime.NumCPU() + 1), "-bind", "auto", "sh", "-c", `[ "$(nproc)" = ` + strconv.Itoa(runtime.NumCPU()) + ` ] || exit 5`}, 0, "", ""},
+		{"bound by default", []string{"-np", "2", "sh", "-c", `echo "$(nproc)"`}, 0, bound2(), ""},
+		{"bind none", []string{"-np", "2", "-bind", "none", "sh", "-c", `echo "$(nproc)"`}, 0, "[0] " + strconv.Itoa(runtime.NumCPU()) + "|[1] " + strconv.Itoa(runtime.NumCPU()), ""},
+		{"bind core", []string{"-np", "1", "-bind", "core", "sh", "-c", `echo "$(nproc)"`}, 0, "[0] " + strconv.Itoa(runtime.NumCPU()), ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer

@@ -87,7 +87,7 @@ func TestTwoNodes(t *testing.T) {
 			for k := range nodes {
 				n := &node{}
 				args := append([]string{"-nnodes", "2", "-node-rank", strconv.Itoa(k), "-master", master,
-					"-np", "2", "-transport", "shm", "-timeout", "90s", filepath.Join(bin, prog[0])}, prog[1:]...)
+					"-np", "2", "-bind", "none", "-transport", "shm", "-timeout", "90s", filepath.Join(bin, prog[0])}, prog[1:]...)
 				n.cmd = exec.CommandContext(ctx, self, args...)
 				n.cmd.Env = append(cleanEnv(), envRunMain+"=1")
 				if k == 0 {
