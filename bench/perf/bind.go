@@ -16,8 +16,10 @@ const BindModes = "auto, core or none"
 // (RDMACTOR_RANK, RDMACTOR_WORLD_SIZE): core pins it to one CPU
 // (BindCPU(rank)); none leaves it; auto pins when the job's ranks fit the
 // CPUs and leaves it otherwise, as mpirun binds to cores by default and not
-// when oversubscribed. Goroutine ranks (local) are never bound. It returns
-// what it did, for the header line.
+// when oversubscribed, and leaves a rank the launcher bound already
+// (rdmarun -bind, mpirun --bind-to core: it may run on fewer processors
+// than the host has online). Goroutine ranks (local) are never bound. It
+// returns what it did, for the header line.
 func Bind(mode string, local bool) (string, error) {
 	rank, err1 := strconv.Atoi(os.Getenv(gin.EnvRank))
 	size, err2 := strconv.Atoi(os.Getenv(gin.EnvSize))
@@ -26,6 +28,8 @@ func Bind(mode string, local bool) (string, error) {
 		return "", fmt.Errorf("bind mode %q: want %s", mode, BindModes)
 	case mode == "none" || local || err1 != nil || err2 != nil:
 		return "unbound", nil
+	case mode == "auto" && runtime.NumCPU() < onlineCPUs():
+		return fmt.Sprintf("bound by the launcher (%d CPUs)", runtime.NumCPU()), nil
 	case mode == "auto" && size > runtime.NumCPU():
 		return "unbound (oversubscribed)", nil
 	}

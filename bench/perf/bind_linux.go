@@ -5,7 +5,9 @@ package perf
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -46,4 +48,27 @@ func BindCPU(i int) (int, error) {
 		}
 	}
 	return cpu, nil
+}
+
+// onlineCPUs is the host's processors online (/sys/devices/system/cpu/online,
+// ranges such as 0-3,8-11); runtime.NumCPU where that cannot be read.
+func onlineCPUs() int {
+	b, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		return runtime.NumCPU()
+	}
+	n := 0
+	for _, r := range strings.Split(strings.TrimSpace(string(b)), ",") {
+		lo, hi, found := strings.Cut(r, "-")
+		a, err1 := strconv.Atoi(lo)
+		z, err2 := a, error(nil)
+		if found {
+			z, err2 = strconv.Atoi(hi)
+		}
+		if err1 != nil || err2 != nil || z < a {
+			return runtime.NumCPU()
+		}
+		n += z - a + 1
+	}
+	return n
 }

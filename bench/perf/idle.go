@@ -29,18 +29,19 @@ const IdleModes = "auto, spin, yield or gin"
 //     left zero: gin.DefaultIdle, OversubscribedIdle where the ranks
 //     outnumber the processors, yields that wake no thread for goroutine
 //     ranks).
-//   - auto: spin when the ranks fit the cores (runtime.NumCPU() for
-//     processes, GOMAXPROCS for goroutines), yield otherwise.
+//   - auto: spin when the ranks fit the cores, yield otherwise: for
+//     processes as oversubscribed says (gin.Comm.Oversubscribed, which
+//     counts the processors of the host's ranks together, so ranks a
+//     launcher binds to a core each still spin), for goroutines when
+//     there are more ranks than GOMAXPROCS.
 //
-// spins > 0 overrides the polls before the first yield.
-func Idle(mode string, ranks int, local bool, spins int) (gin.IdleStrategy, barrier.Pacing, error) {
+// spins > 0 overrides the polls before the first yield. The
+// gin.IdleStrategy does not depend on oversubscribed: a caller may ask for
+// it before the Comm exists and for the Pacing once it does.
+func Idle(mode string, ranks int, oversubscribed, local bool, spins int) (gin.IdleStrategy, barrier.Pacing, error) {
 	if mode == "auto" {
-		cores := runtime.NumCPU()
-		if local {
-			cores = runtime.GOMAXPROCS(0)
-		}
 		mode = "spin"
-		if ranks > cores {
+		if local && ranks > runtime.GOMAXPROCS(0) || !local && oversubscribed {
 			mode = "yield"
 		}
 	}

@@ -25,27 +25,30 @@ func TestBandwidth(t *testing.T) {
 
 func TestIdleModes(t *testing.T) {
 	tests := []struct {
-		mode  string
-		ranks int
-		local bool
-		want  barrier.Pacing
+		mode           string
+		ranks          int
+		oversubscribed bool
+		local          bool
+		want           barrier.Pacing
 	}{
-		{"yield", 4, false, barrier.Pacing{OSYield: true}},
-		{"yield", 4, true, barrier.Pacing{Gosched: true}},
-		{"spin", 2, false, barrier.Pacing{OSYield: true, Spins: 1 << 14}},
-		{"auto", 1 << 20, false, barrier.Pacing{OSYield: true}},
-		{"auto", 1, false, barrier.Pacing{OSYield: true, Spins: 1 << 14}},
-		{"gin", 2, false, barrier.Pacing{}},
+		{"yield", 4, false, false, barrier.Pacing{OSYield: true}},
+		{"yield", 4, false, true, barrier.Pacing{Gosched: true}},
+		{"spin", 2, true, false, barrier.Pacing{OSYield: true, Spins: 1 << 14}},
+		{"auto", 4, true, false, barrier.Pacing{OSYield: true}},
+		{"auto", 2, false, false, barrier.Pacing{OSYield: true, Spins: 1 << 14}},
+		{"auto", 1 << 20, false, true, barrier.Pacing{Gosched: true}},
+		{"auto", 1, false, true, barrier.Pacing{Gosched: true, Spins: 1 << 14}},
+		{"gin", 2, true, false, barrier.Pacing{}},
 	}
 	for _, tt := range tests {
-		_, p, err := perf.Idle(tt.mode, tt.ranks, tt.local, 0)
+		_, p, err := perf.Idle(tt.mode, tt.ranks, tt.oversubscribed, tt.local, 0)
 		require.NoError(t, err, tt.mode)
-		assert.Equal(t, tt.want, p, "%s, %d ranks, local %v", tt.mode, tt.ranks, tt.local)
+		assert.Equal(t, tt.want, p, "%s, %d ranks, oversubscribed %v, local %v", tt.mode, tt.ranks, tt.oversubscribed, tt.local)
 	}
-	_, p, err := perf.Idle("yield", 4, false, 7)
+	_, p, err := perf.Idle("yield", 4, false, false, 7)
 	require.NoError(t, err)
 	assert.Equal(t, 7, p.Spins)
-	_, _, err = perf.Idle("nap", 2, false, 0)
+	_, _, err = perf.Idle("nap", 2, false, false, 0)
 	assert.Error(t, err)
 	_, err = perf.Bind("tight", false)
 	assert.Error(t, err)

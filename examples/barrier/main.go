@@ -78,7 +78,7 @@ func main() {
 	// the collective Comm's (the timer max-reduces times with it).
 	var flatSig, dissSig, collSig gin.Signal
 	config := func(n int) gin.Config {
-		gi, _, err := perf.Idle(o.idle, n, o.local > 0, o.spins)
+		gi, _, err := perf.Idle(o.idle, n, false, o.local > 0, o.spins)
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -98,7 +98,7 @@ func main() {
 
 func run(ctx context.Context, c *gin.Comm, o options, flatSig, dissSig, collSig gin.Signal) error {
 	n, me := c.Size(), c.Rank()
-	_, pacing, err := perf.Idle(o.idle, n, o.local > 0, o.spins)
+	_, pacing, err := perf.Idle(o.idle, n, c.Oversubscribed(), o.local > 0, o.spins)
 	if err != nil {
 		return err
 	}
@@ -143,7 +143,7 @@ func run(ctx context.Context, c *gin.Comm, o options, flatSig, dissSig, collSig 
 		fmt.Printf("# %d ranks (%d cores), %s transport, idle %s, %s: barriers checked: %s\n", n, runtime.NumCPU(), c.Transport(), o.idle, o.bound, strings.Join(checked, ", "))
 	}
 	over := ""
-	if n > runtime.NumCPU() {
+	if c.Oversubscribed() {
 		over = "_oversubscribed"
 	}
 	for _, s := range sessions {

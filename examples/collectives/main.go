@@ -85,17 +85,21 @@ func main() {
 	// Signals: the barrier's slots (timer), then the collective Comm's.
 	var collSig gin.Signal
 	config := func(n int) gin.Config {
-		gi, pacing, err := perf.Idle(o.idle, n, o.local > 0, o.spins)
+		gi, _, err := perf.Idle(o.idle, n, false, o.local > 0, o.spins)
 		if err != nil {
 			log.Fatal(err)
 		}
-		o.coll.Pacing = pacing
 		collSig = gin.Signal(barrier.Requirement(n, 1))
 		return gin.Config{Signals: int(collSig) + collective.Requirement(n), Idle: gi}
 	}
 	err = gin.RunRanks(ctx, o.local, config, func(ctx context.Context, c *gin.Comm) error {
 		cfg := o.coll
 		cfg.Signal0 = collSig
+		_, pacing, err := perf.Idle(o.idle, c.Size(), c.Oversubscribed(), o.local > 0, o.spins)
+		if err != nil {
+			return err
+		}
+		cfg.Pacing = pacing
 		return run(ctx, c, o, cfg)
 	})
 	stop()

@@ -87,19 +87,21 @@ func main() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
-	var pacing barrier.Pacing
 	collSig := gin.Signal(0)
 	config := func(n int) gin.Config {
-		gi, p, err := perf.Idle(o.idle, n, o.local > 0, o.spins)
+		gi, _, err := perf.Idle(o.idle, n, false, o.local > 0, o.spins)
 		if err != nil {
 			log.Fatal(err)
 		}
-		pacing = p
 		collSig = gin.Signal(barrier.Requirement(n, 1))
 		return gin.Config{Transport: o.transport, Signals: int(collSig) + collective.Requirement(n), Idle: gi,
 			Contexts: max(o.contexts, 1)}
 	}
 	err = gin.RunRanks(ctx, o.local, config, func(ctx context.Context, g *gin.Comm) error {
+		_, pacing, err := perf.Idle(o.idle, g.Size(), g.Oversubscribed(), o.local > 0, o.spins)
+		if err != nil {
+			return err
+		}
 		return run(ctx, g, o, pacing, collSig)
 	})
 	stop()
