@@ -2,7 +2,7 @@
 # Scaling measurements of docs/scaling.md, in one command:
 #
 #  1. builds bin/rdmarun and bin/rdmascale;
-#  2. for N = 2, 4, 8: bin/rdmarun -np N bin/rdmascale (ranks as processes);
+#  2. for N = 2, 4, 8: bin/rdmarun -np N -bind none bin/rdmascale (ranks as processes);
 #  3. for N = 2, 4, 8, 16, 32, 64: bin/rdmascale -local N (ranks as
 #     goroutines of one process);
 #  4. plots the records (scripts/scaling/plot, on gonum/plot) into PNGs and prints the fitted cost models, extrapolated to
@@ -45,9 +45,10 @@ host() {
 }
 echo "start: $(host)" | tee "$out/host.txt"
 
+# Ranks unbound (-bind none), as docs/scaling.md's process figures are.
 for n in ${PROCESS_RANKS:-2 4 8}; do
   echo "== $n ranks as processes"
-  bin/rdmarun -np "$n" -timeout 15m bin/rdmascale -out "$out/data.jsonl" "$@"
+  bin/rdmarun -np "$n" -bind none -timeout 15m bin/rdmascale -out "$out/data.jsonl" "$@"
 done
 for n in ${GOROUTINE_RANKS:-2 4 8 16 32 64}; do
   echo "== $n ranks as goroutines"
