@@ -3,6 +3,8 @@ package gin
 import (
 	"math/bits"
 	"runtime"
+
+	"github.com/rdmactor/rdmactor/internal/affinity"
 )
 
 // maxCPUSetBytes bounds a rank's processor set in the host exchange: a
@@ -37,4 +39,14 @@ func hostCPUs(sets [][]byte) int {
 		return runtime.NumCPU()
 	}
 	return n
+}
+
+// cpuSet is the processors this process may run on, as an affinity.Bitmap;
+// nil where the OS does not say.
+func cpuSet() []byte {
+	cpus, err := affinity.Get()
+	if err != nil {
+		return nil
+	}
+	return affinity.Bitmap(cpus)
 }

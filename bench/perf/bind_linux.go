@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"golang.org/x/sys/unix"
+	"github.com/rdmactor/rdmactor/internal/affinity"
 )
 
 // BindCPU pins every thread of this process (and so the threads it makes
@@ -18,22 +18,14 @@ import (
 // they wait must not share a core, or the waiter spins while the rank it
 // waits for cannot run. It returns the CPU chosen.
 func BindCPU(i int) (int, error) {
-	var allowed unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
+	cpus, err := affinity.Get()
+	if err != nil {
 		return 0, fmt.Errorf("bind: %w", err)
-	}
-	var cpus []int
-	for c := range 1024 {
-		if allowed.IsSet(c) {
-			cpus = append(cpus, c)
-		}
 	}
 	if len(cpus) == 0 {
 		return 0, fmt.Errorf("bind: no CPU allowed")
 	}
 	cpu := cpus[i%len(cpus)]
-	var set unix.CPUSet
-	set.Set(cpu)
 	tasks, err := os.ReadDir("/proc/self/task")
 	if err != nil {
 		return 0, fmt.Errorf("bind: %w", err)
@@ -43,8 +35,8 @@ func BindCPU(i int) (int, error) {
 		if err != nil {
 			continue
 		}
-		if err := unix.SchedSetaffinity(tid, &set); err != nil {
-			return 0, fmt.Errorf("bind thread %d to CPU %d: %w", tid, cpu, err)
+		if err := affinity.Set(tid, []int{cpu}); err != nil {
+			return 0, fmt.Errorf("bind thread %d: %w", tid, err)
 		}
 	}
 	return cpu, nil

@@ -1,6 +1,12 @@
 package launch
 
-import "fmt"
+import (
+	"fmt"
+	"os/exec"
+	"runtime"
+
+	"github.com/rdmactor/rdmactor/internal/affinity"
+)
 
 // CoreBlocks divides the processors this process may run on (its CPU
 // affinity, in ascending order) among np ranks in contiguous blocks of
@@ -16,9 +22,9 @@ import "fmt"
 // to) land on the core where the peer's loop spins and hold it off
 // (docs/tuning.md).
 func CoreBlocks(np int) ([][]int, error) {
-	cpus, err := affinity()
+	cpus, err := affinity.Get()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("launch: %w", err)
 	}
 	if np < 1 || np > len(cpus) {
 		return nil, fmt.Errorf("launch: %d ranks on %d processors: no core of its own for each", np, len(cpus))
@@ -29,4 +35,29 @@ func CoreBlocks(np int) ([][]int, error) {
 		blocks[i] = cpus[i*k : (i+1)*k : (i+1)*k]
 	}
 	return blocks, nil
+}
+
+// startBound starts cmd bound to cpus (none: as this process): the child
+// inherits the affinity of the thread that forks it, so the start runs on
+// a locked thread whose affinity is set for the fork and restored after,
+// and the rank's Go runtime sizes GOMAXPROCS from it at its first
+// instruction, as under taskset(1).
+func startBound(cmd *exec.Cmd, cpus []int) error {
+	if len(cpus) == 0 {
+		return cmd.Start()
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	old, err := affinity.Get()
+	if err != nil {
+		return err
+	}
+	if err := affinity.Set(0, cpus); err != nil {
+		return fmt.Errorf("bind a rank: %w", err)
+	}
+	err = cmd.Start()
+	if rerr := affinity.Set(0, old); rerr != nil && err == nil {
+		err = fmt.Errorf("restore the launcher's affinity after starting a rank: %w", rerr)
+	}
+	return err
 }

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rdmactor/rdmactor/internal/affinity"
 )
 
 // KillGrace is how long Run waits after SIGTERM before it sends SIGKILL.
@@ -27,9 +29,9 @@ const InheritTransport = "inherit"
 // ErrTimeout is returned (wrapped) by Run when Options.Timeout ran out.
 var ErrTimeout = errors.New("launch: timeout")
 
-// ErrBindUnsupported is CoreBlocks' error where the OS has no CPU affinity
-// to bind ranks with.
-var ErrBindUnsupported = errors.New("binding ranks to processors is not supported here")
+// ErrBindUnsupported is CoreBlocks' error (wrapped) where the OS has no
+// CPU affinity to bind ranks with.
+var ErrBindUnsupported = affinity.ErrUnsupported
 
 // Options describes a job for Run: its ranks on this host, and for a job
 // across hosts (WorldSize > NP) where they stand in it.
