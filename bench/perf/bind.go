@@ -26,10 +26,12 @@ func Bind(mode string, local bool) (string, error) {
 	switch {
 	case mode != "auto" && mode != "core" && mode != "none":
 		return "", fmt.Errorf("bind mode %q: want %s", mode, BindModes)
-	case mode == "none" || local || err1 != nil || err2 != nil:
+	case mode == "none" || local:
 		return "unbound", nil
 	case mode == "auto" && runtime.NumCPU() < onlineCPUs():
 		return fmt.Sprintf("bound by the launcher (%d CPUs)", runtime.NumCPU()), nil
+	case err1 != nil || err2 != nil:
+		return "unbound", nil
 	case mode == "auto" && size > runtime.NumCPU():
 		return "unbound (oversubscribed)", nil
 	}
