@@ -148,7 +148,7 @@ func readHello(r, size int, b []byte) (helloMsg, error) {
 		}
 	}
 	n, k = binary.Uvarint(b)
-	if k <= 0 || n > maxCPUSetBytes || n > uint64(len(b)-k) || uint64(len(b)-k) != n {
+	if k <= 0 || n > maxCPUSetBytes || uint64(len(b)-k) != n {
 		return h, bad
 	}
 	if n > 0 {
