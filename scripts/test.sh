@@ -50,6 +50,7 @@ go test -run '^$' -fuzz '^FuzzStreamDecode$' -fuzztime 5000x ./actor
 go test -run '^$' -fuzz '^FuzzChunks$' -fuzztime 20000x ./actor
 go test -run '^$' -fuzz '^FuzzParseFrame$' -fuzztime 20000x ./mailbox
 go test -run '^$' -fuzz '^FuzzDecodeBody$' -fuzztime 20000x ./internal/bootstrap/remote
+go test -run '^$' -fuzz '^FuzzReadHello$' -fuzztime 20000x ./gin
 go test -run '^$' -fuzz '^FuzzDecodeDescriptor$' -fuzztime 20000x ./transport/rdma/shm
 
 echo "== ofi provider (libfabric, build tag ofi): vet and tests on tcp and sockets"
