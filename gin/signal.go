@@ -207,10 +207,20 @@ func (c *Comm) waitDriving(ctx context.Context, w *atomic.Uint64, least, m uint6
 		return v, fmt.Errorf("wait %s %d for %d (at %d): %w", what, id, least, v, err)
 	}
 	b := c.backoff(ctx, d, bell)
+	seen := w.Load() & m
 	for {
-		if v := w.Load() & m; RollingLE(least, v, m) {
+		v := w.Load() & m
+		if RollingLE(least, v, m) {
 			b.Stop()
 			return v, nil
+		}
+		if v != seen {
+			// Progress short of least (a stream of puts, one signal
+			// each): spin again, disarmed, rather than stay armed and
+			// make every later put ring a futex wake for a wait it does
+			// not end.
+			seen = v
+			b.Reset()
 		}
 		if b.Idle() {
 			if err := c.waitErr(ctx); err != nil {
