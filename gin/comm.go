@@ -35,7 +35,7 @@ type Comm struct {
 	size   int
 	lsa    int
 	local  int      // ranks on this host (LocalRanks)
-	cpus   int      // processors this host's ranks may run on (hostCPUs; 0: not exchanged)
+	cpus   int      // processors this host's ranks may run on (hostCPUs)
 	hosts  []string // every rank's host identity, by rank
 	system *actor.ActorSystem
 	eps    *endpoint.Manager

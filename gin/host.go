@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"runtime"
 	"slices"
 	"strings"
 
@@ -93,12 +92,7 @@ func (c *Comm) LocalRanks() int { return c.local }
 // confined together to fewer processors are): waits then block at once
 // rather than spin, since a spinning rank takes the processor the rank it
 // waits for needs.
-func (c *Comm) Oversubscribed() bool {
-	if c.cpus == 0 { // no host exchange
-		return c.local > runtime.NumCPU()
-	}
-	return c.local > c.cpus
-}
+func (c *Comm) Oversubscribed() bool { return c.local > c.cpus }
 
 // defaultTransport is the provider of a Config without Transport: "auto"
 // (transport/rdma/hybrid: shm within a host, ofi between hosts) where the
