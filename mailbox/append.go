@@ -64,6 +64,7 @@ func (m *Mailbox) sendAppend(peer int, kind Kind, w BodyAppender, timeout time.D
 // the body w wrote elsewhere (it outgrew the room), or nil and no error
 // when there was no room to offer.
 func (m *Mailbox) appendInPlace(p *outPair, peer int, kind Kind, w BodyAppender) (body []byte, sent bool, err error) {
+	began := nanotime()
 	p.mu.Lock()
 	defer p.mu.Unlock() // w may panic: the pair must not stay locked
 	if err := m.readCredit(p, peer); err != nil {
@@ -88,5 +89,5 @@ func (m *Mailbox) appendInPlace(p *outPair, peer int, kind Kind, w BodyAppender)
 	n := uint64(headerBytes + len(body))
 	header{len: uint32(n), kind: kind, seq: p.r.seq}.put(f[:n])
 	m.commitFrame(p, placement{at: off, total: align(n)}, len(body))
-	return nil, true, m.dispatch(p, peer)
+	return nil, true, m.dispatch(p, peer, began)
 }

@@ -48,9 +48,11 @@ type Config struct {
 	// SendTimeout bounds how long Send waits for credit on a full ring
 	// before it returns a *RingFullError; default DefaultSendTimeout.
 	SendTimeout time.Duration
-	// BatchGap: frames sent in a row, each within BatchGap of its pair's
-	// previous put, are a burst, and the mailbox's writer goroutine puts
-	// the burst's frames in batches (see Send). Default DefaultBatchGap;
+	// BatchGap: frames sent in a row, each begun (before its body is
+	// encoded in place) within BatchGap of its pair's previous put, are a
+	// burst, and the mailbox's writer goroutine puts the burst's frames in
+	// batches (see Send); a sender ahead of the writer by a sixteenth of
+	// the ring yields to it. Default DefaultBatchGap;
 	// negative: never hand frames to the writer (every Send puts, unless
 	// another goroutine is putting to the same peer).
 	BatchGap time.Duration

@@ -32,6 +32,7 @@ type Mailbox struct {
 	rank int
 
 	creditEvery uint64 // consumed bytes that trigger a credit return
+	writerLag   uint64 // staged bytes not yet put past which a sender yields (writerLagDiv)
 
 	out []outPair // by receiver rank
 	in  []inPair  // by sender rank; only the receive loop touches them
@@ -66,16 +67,17 @@ type Mailbox struct {
 type outPair struct {
 	mu              sync.Mutex // guards everything below; never held while waiting or putting
 	r               sendRing
-	taken           uint64 // ring position up to which frames were handed to puts
-	frames          uint64 // frames staged after taken
-	lapStart        uint64 // position where the newest lap began
-	framesBeforeLap uint64 // of frames, those before lapStart
-	posting         bool   // a goroutine (a sender or the writer) puts this pair's frames
-	lastPut         int64  // nanotime when the last put of the pair ended
-	lastPutCost     int64  // how long that put took, ns
-	burst           int    // sends in a row within Config.BatchGap of lastPut
-	seenCredit      uint64 // the credit signal as the last stage read it
-	err             error  // sticky: pair closed by the receiver, bad credit, failed put
+	taken           uint64      // ring position up to which frames were handed to puts
+	frames          uint64      // frames staged after taken
+	lapStart        uint64      // position where the newest lap began
+	framesBeforeLap uint64      // of frames, those before lapStart
+	posting         bool        // a goroutine (a sender or the writer) puts this pair's frames
+	yield           atomic.Bool // frames past writerLag wait for the poster: the next send yields first
+	lastPut         int64       // nanotime when the last put of the pair ended
+	lastPutCost     int64       // how long that put took, ns
+	burst           int         // sends in a row within Config.BatchGap of lastPut
+	seenCredit      uint64      // the credit signal as the last stage read it
+	err             error       // sticky: pair closed by the receiver, bad credit, failed put
 	sc              sendCounters
 	_               [64]byte // keep pairs used by different goroutines off one cache line
 }
@@ -113,6 +115,7 @@ func New(ctx context.Context, comm *gin.Comm, cfg Config) (*Mailbox, error) {
 		comm: comm, x: x, team: comm.World(), cfg: cfg, rank: comm.Rank(), oversubscribed: comm.Oversubscribed(),
 		lay:         Layout{Size: n, RingBytes: cfg.RingBytes, SignalBase: cfg.SignalBase},
 		creditEvery: uint64(cfg.RingBytes / 4),
+		writerLag:   uint64(cfg.RingBytes / writerLagDiv),
 		pollsCredit: !comm.Capabilities().Inline && !comm.Oversubscribed(),
 		out:         make([]outPair, n),
 		in:          make([]inPair, n),

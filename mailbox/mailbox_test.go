@@ -3,6 +3,7 @@ package mailbox_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -412,4 +413,24 @@ func TestConfigMismatch(t *testing.T) {
 	for r, err := range errs {
 		assert.ErrorIs(t, err, gin.ErrBadArgument, "rank %d", r)
 	}
+}
+
+// A burst's writer shares the sender's processor under GOMAXPROCS 1: the
+// sender yields to it every sixteenth of the ring, so the receiver gets
+// frames while the sender goes on staging, not only once the ring is full.
+func TestBurstYieldsToTheWriter(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	const ring = 64 << 10
+	_, boxes := local(t, 2, mailbox.Config{RingBytes: ring, BatchGap: 100 * time.Microsecond})
+	b := make([]byte, 16)
+	var seq uint64
+	for ; boxes[0].Stats().BytesSent < ring/2; seq++ { // no credit wait: the receiver is not started
+		fillBody(b, 0, seq)
+		require.NoError(t, boxes[0].Send(1, 1, b))
+	}
+	st := boxes[0].Stats()
+	t.Logf("%d frames staged, %d puts before the sender stopped", st.FramesSent, st.Puts)
+	// Four sends put inline before the burst starts; then a put at least
+	// every ring/16 bytes staged.
+	assert.GreaterOrEqual(t, st.Puts, uint64(4+4), "the writer did not run while the sender staged half the ring")
 }

@@ -64,6 +64,7 @@ func (m *Mailbox) SendAppendRoom(peer int, kind Kind, least int, w BodyAppender)
 // at the next lap's start), and otherwise reports the credit it saw and
 // the free bytes.
 func (m *Mailbox) appendRoom(p *outPair, peer int, kind Kind, need uint64, w BodyAppender) (staged bool, seen, free uint64, err error) {
+	began := nanotime()
 	p.mu.Lock()
 	defer p.mu.Unlock() // w may panic: the pair must not stay locked
 	if err := m.readCredit(p, peer); err != nil {
@@ -102,5 +103,5 @@ func (m *Mailbox) appendRoom(p *outPair, peer int, kind Kind, need uint64, w Bod
 	header{len: uint32(n), kind: kind, seq: p.r.seq}.put(f[:n])
 	pl.total = pl.pad + align(n)
 	m.commitFrame(p, pl, len(body))
-	return true, seen, free, m.dispatch(p, peer)
+	return true, seen, free, m.dispatch(p, peer, began)
 }

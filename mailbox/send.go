@@ -67,6 +67,14 @@ func (m *Mailbox) sendCheck(peer int, kind Kind) error {
 	if err := m.comm.PeerErr(peer); err != nil { // a lost rank (gin.FailPeer): at once
 		return fmt.Errorf("mailbox: send to rank %d: %w", peer, err)
 	}
+	// A sender that stages frames faster than the poster puts them gives
+	// the poster its processor now and then: where the writer shares the
+	// sender's processor (GOMAXPROCS 1) it would otherwise run only once
+	// the sender blocks for credit, and the receiver would sit idle while
+	// the sender fills the ring.
+	if p := &m.out[peer]; p.yield.Load() && p.yield.Swap(false) {
+		runtime.Gosched()
+	}
 	return nil
 }
 
@@ -89,7 +97,7 @@ func (m *Mailbox) sendStaged(peer int, kind Kind, body []byte, timeout time.Dura
 		p.mu.Lock()
 		staged, free, err := m.stage(p, peer, kind, body, n)
 		if staged {
-			err = m.dispatch(p, peer)
+			err = m.dispatch(p, peer, nanotime())
 			p.mu.Unlock()
 			return err
 		}
@@ -255,10 +263,14 @@ func (m *Mailbox) commitFrame(p *outPair, pl placement, bodyLen int) {
 
 // dispatch gets the staged frames put: by nobody new if a goroutine is
 // putting this pair's frames already (it takes them along), by the
-// mailbox's writer if the pair is in a burst, else right here. Lock p.mu
-// must be held.
-func (m *Mailbox) dispatch(p *outPair, peer int) error {
+// mailbox's writer if the pair is in a burst, else right here. began is
+// the nanotime at which the send began to write its frame: the time spent
+// encoding in place is not a gap between sends. Lock p.mu must be held.
+func (m *Mailbox) dispatch(p *outPair, peer int, began int64) error {
 	if p.posting {
+		if p.r.tail-p.taken >= m.writerLag {
+			p.yield.Store(true)
+		}
 		return nil
 	}
 	p.posting = true
@@ -271,7 +283,7 @@ func (m *Mailbox) dispatch(p *outPair, peer int) error {
 		// part of a burst too: where a put costs a system call (ofi), a
 		// sender that encodes its next message while it puts one is
 		// always behind, and batching is what lets it catch up.
-		if gap := nanotime() - p.lastPut; gap < int64(m.cfg.BatchGap) || gap < p.lastPutCost {
+		if gap := began - p.lastPut; gap < int64(m.cfg.BatchGap) || gap < p.lastPutCost {
 			p.burst++
 		} else {
 			p.burst = 0
@@ -341,6 +353,11 @@ func (m *Mailbox) put(peer int, from, to, frames uint64) error {
 // burstSends is the number of sends in a row within Config.BatchGap of
 // their pair's previous put that make a burst.
 const burstSends = 4
+
+// writerLagDiv sets Mailbox.writerLag, the staged bytes not yet put past
+// which a sender yields to the pair's poster: a sixteenth of the ring, well
+// below the quarter ring a receiver consumes before it returns credit.
+const writerLagDiv = 16
 
 // writerSpins is how many times the writer looks for more frames of a
 // pair (yielding in between) before it hands the pair back to the senders.
