@@ -1,6 +1,7 @@
 package mailbox_test
 
 import (
+	"runtime"
 	"testing"
 	"time"
 
@@ -48,4 +49,39 @@ func TestLinger(t *testing.T) {
 			assert.Greater(t, boxes[1].Stats().Waits, waits, "the loop should wait again after Linger of silence")
 		})
 	}
+}
+
+// Under GOMAXPROCS 1 a lingering loop hands the processor back after each
+// poll, so a goroutine that yields often (a sender whose writer runs
+// between its sends) is not held up by a run of polls at each yield.
+func TestLingerYieldsEachPoll(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	comms, boxes := local(t, 2, mailbox.Config{RingBytes: 64 << 10, Linger: time.Minute})
+	if comms[1].Oversubscribed() {
+		t.Skip("Linger is off on an oversubscribed host")
+	}
+	got := make(chan struct{}, 2)
+	require.NoError(t, boxes[1].Start(mailbox.Handler{Frame: func(int, mailbox.Kind, []byte) { got <- struct{}{} }}))
+	for range 2 { // the second frame ends a short idle: the loop lingers
+		time.Sleep(5 * time.Millisecond)
+		require.NoError(t, boxes[0].Send(1, 1, []byte("tick")))
+		select {
+		case <-got:
+		case <-time.After(10 * time.Second):
+			t.Fatal("frame did not arrive")
+		}
+	}
+	waits := boxes[1].Stats().Waits
+	const yields = 20_000
+	start := time.Now()
+	for range yields {
+		runtime.Gosched()
+	}
+	per := time.Since(start) / yields
+	t.Logf("%v per yield of a goroutine beside the lingering loop", per)
+	require.Equal(t, waits, boxes[1].Stats().Waits, "the loop should have lingered")
+	// One poll and two switches take about 0.5 µs (5 µs under the race
+	// detector); a run of polls per yield takes tens of µs (hundreds).
+	bound := time.Duration(scale(5, 25)) * time.Microsecond
+	assert.Less(t, per, bound, "the lingering loop held the processor at each yield")
 }

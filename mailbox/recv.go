@@ -69,6 +69,10 @@ func (m *Mailbox) run(h Handler) {
 	// Linger (see Config.Linger); idleSince: when the loop last found
 	// nothing, 0 while frames come.
 	lingering, idleSince, awake := false, int64(0), 0
+	yieldEvery := awakeYieldEvery
+	if runtime.GOMAXPROCS(0) == 1 {
+		yieldEvery = 1
+	}
 	for !m.closing.Load() {
 		got := 0
 		for s := range m.in {
@@ -99,9 +103,11 @@ func (m *Mailbox) run(h Handler) {
 			// provider holds. A Gosched only now and then: each one puts
 			// the loop on the global run queue and wakes another thread
 			// to take it, which on a host with few cores costs more than
-			// the poll it saves.
+			// the poll it saves. With one processor there is no thread
+			// to wake, and a Gosched after each poll lets the goroutines
+			// sharing it (a sender and its writer) run at once.
 			if m.comm.Progress() == 0 {
-				if awake++; awake%awakeYieldEvery == 0 {
+				if awake++; awake%yieldEvery == 0 {
 					runtime.Gosched()
 				}
 			}
