@@ -25,17 +25,7 @@ func TestLinger(t *testing.T) {
 			if comms[1].Oversubscribed() {
 				t.Skip("Linger is off on an oversubscribed host")
 			}
-			got := make(chan struct{}, frames)
-			require.NoError(t, boxes[1].Start(mailbox.Handler{Frame: func(int, mailbox.Kind, []byte) { got <- struct{}{} }}))
-			for range frames {
-				time.Sleep(gap)
-				require.NoError(t, boxes[0].Send(1, 1, []byte("tick")))
-				select {
-				case <-got:
-				case <-time.After(10 * time.Second):
-					t.Fatal("frame did not arrive")
-				}
-			}
+			ticks(t, boxes, frames, gap)
 			waits := boxes[1].Stats().Waits
 			if tc.linger < 0 {
 				assert.GreaterOrEqual(t, waits, uint64(frames), "without Linger each frame should end a wait")
@@ -60,17 +50,7 @@ func TestLingerYieldsEachPoll(t *testing.T) {
 	if comms[1].Oversubscribed() {
 		t.Skip("Linger is off on an oversubscribed host")
 	}
-	got := make(chan struct{}, 2)
-	require.NoError(t, boxes[1].Start(mailbox.Handler{Frame: func(int, mailbox.Kind, []byte) { got <- struct{}{} }}))
-	for range 2 { // the second frame ends a short idle: the loop lingers
-		time.Sleep(5 * time.Millisecond)
-		require.NoError(t, boxes[0].Send(1, 1, []byte("tick")))
-		select {
-		case <-got:
-		case <-time.After(10 * time.Second):
-			t.Fatal("frame did not arrive")
-		}
-	}
+	ticks(t, boxes, 2, 5*time.Millisecond) // the second frame ends a short idle: the loop lingers
 	waits := boxes[1].Stats().Waits
 	const yields = 20_000
 	start := time.Now()
@@ -84,4 +64,21 @@ func TestLingerYieldsEachPoll(t *testing.T) {
 	// detector); a run of polls per yield takes tens of µs (hundreds).
 	bound := time.Duration(scale(5, 25)) * time.Microsecond
 	assert.Less(t, per, bound, "the lingering loop held the processor at each yield")
+}
+
+// ticks starts boxes[1]'s receive loop and sends it n frames from boxes[0],
+// gap apart, each after the one before arrived.
+func ticks(t *testing.T, boxes []*mailbox.Mailbox, n int, gap time.Duration) {
+	t.Helper()
+	got := make(chan struct{}, n)
+	require.NoError(t, boxes[1].Start(mailbox.Handler{Frame: func(int, mailbox.Kind, []byte) { got <- struct{}{} }}))
+	for range n {
+		time.Sleep(gap)
+		require.NoError(t, boxes[0].Send(1, 1, []byte("tick")))
+		select {
+		case <-got:
+		case <-time.After(10 * time.Second):
+			t.Fatal("frame did not arrive")
+		}
+	}
 }
