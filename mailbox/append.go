@@ -64,9 +64,9 @@ func (m *Mailbox) sendAppend(peer int, kind Kind, w BodyAppender, timeout time.D
 // the body w wrote elsewhere (it outgrew the room), or nil and no error
 // when there was no room to offer.
 func (m *Mailbox) appendInPlace(p *outPair, peer int, kind Kind, w BodyAppender) (body []byte, sent bool, err error) {
-	began := nanotime()
 	p.mu.Lock()
 	defer p.mu.Unlock() // w may panic: the pair must not stay locked
+	began := m.sendBegins(p)
 	if err := m.readCredit(p, peer); err != nil {
 		return nil, false, err
 	}

@@ -64,9 +64,9 @@ func (m *Mailbox) SendAppendRoom(peer int, kind Kind, least int, w BodyAppender)
 // at the next lap's start), and otherwise reports the credit it saw and
 // the free bytes.
 func (m *Mailbox) appendRoom(p *outPair, peer int, kind Kind, need uint64, w BodyAppender) (staged bool, seen, free uint64, err error) {
-	began := nanotime()
 	p.mu.Lock()
 	defer p.mu.Unlock() // w may panic: the pair must not stay locked
+	began := m.sendBegins(p)
 	if err := m.readCredit(p, peer); err != nil {
 		return false, 0, 0, err
 	}

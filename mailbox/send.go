@@ -97,7 +97,7 @@ func (m *Mailbox) sendStaged(peer int, kind Kind, body []byte, timeout time.Dura
 		p.mu.Lock()
 		staged, free, err := m.stage(p, peer, kind, body, n)
 		if staged {
-			err = m.dispatch(p, peer, nanotime())
+			err = m.dispatch(p, peer, m.sendBegins(p))
 			p.mu.Unlock()
 			return err
 		}
@@ -259,6 +259,17 @@ func (m *Mailbox) commitFrame(p *outPair, pl placement, bodyLen int) {
 	p.frames++
 	p.sc.frames++
 	p.sc.bytes += uint64(bodyLen)
+}
+
+// sendBegins is the nanotime at which a send begins to write its frame,
+// for dispatch's burst test; 0 where dispatch will not look at it (a
+// goroutine is putting the pair's frames, or bursts are off), so that a
+// burst's sends read no clock. Lock p.mu must be held.
+func (m *Mailbox) sendBegins(p *outPair) int64 {
+	if p.posting || m.cfg.BatchGap <= 0 {
+		return 0
+	}
+	return nanotime()
 }
 
 // dispatch gets the staged frames put: by nobody new if a goroutine is
