@@ -72,7 +72,7 @@ type outPair struct {
 	lapStart        uint64      // position where the newest lap began
 	framesBeforeLap uint64      // of frames, those before lapStart
 	posting         bool        // a goroutine (a sender or the writer) puts this pair's frames
-	yield           atomic.Bool // frames past writerLag wait for the poster: the next send yields first
+	yield           atomic.Bool // read without the lock: frames past writerLag wait for the poster, so the next send yields first
 	lastPut         int64       // nanotime when the last put of the pair ended
 	lastPutCost     int64       // how long that put took, ns
 	burst           int         // sends in a row within Config.BatchGap of lastPut
