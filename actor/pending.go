@@ -1,6 +1,7 @@
 package actor
 
 import (
+	"bytes"
 	"strings"
 	"sync"
 
@@ -29,6 +30,9 @@ const futurePrefix = "future$"
 const maxPending = 1 << 12
 
 func isFuture(p *PID) bool { return p != nil && strings.HasPrefix(p.Id, futurePrefix) }
+
+// isFutureID reports whether id, as it came in a frame, is a future's.
+func isFutureID(id []byte) bool { return bytes.HasPrefix(id, []byte(futurePrefix)) }
 
 // add records that local future id waits for rank. A request whose send
 // raced with the rank's loss (sent, then the rank taken before this add)

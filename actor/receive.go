@@ -77,7 +77,7 @@ func (n *Node) accept(from int, kind mailbox.Kind, w *wireMsg, size int64) (in i
 			return in, true
 		}
 	}
-	if kind == kindUser && len(w.target) > len(futurePrefix) && string(w.target[:len(futurePrefix)]) == futurePrefix {
+	if kind == kindUser && isFutureID(w.target) {
 		n.pending.done(from, in.target.Id) // its answer
 	}
 	if w.flags&fSender != 0 {
@@ -189,6 +189,9 @@ func (n *Node) localPID(id []byte) *PID {
 	if n.lastTarget != nil && n.lastTarget.Id == string(id) {
 		return n.lastTarget
 	}
+	if isFutureID(id) { // answered once: a cache entry would never be hit
+		return NewPID(n.addrs[n.rank], string(id))
+	}
 	if p, ok := n.targets[string(id)]; ok {
 		n.lastTarget = p
 		return p
@@ -202,9 +205,10 @@ func (n *Node) localPID(id []byte) *PID {
 	return p
 }
 
-// remotePID returns the PID w names, cached unless it has a RequestId.
+// remotePID returns the PID w names, cached unless it has a RequestId or
+// is a future's.
 func (n *Node) remotePID(w wirePID) *PID {
-	if w.req != 0 {
+	if w.req != 0 || isFutureID(w.id) { // one message each: not worth a cache entry
 		return &PID{Address: string(w.addr), Id: string(w.id), RequestId: w.req}
 	}
 	byID := n.senders[string(w.addr)]

@@ -3,6 +3,7 @@ package actor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -186,4 +187,30 @@ func TestCorruptFrameMakesRankGone(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return errors.Is(nodes[0].Tell(nodes[0].PID(1, "x"), &inPing{}), mailbox.ErrPairClosed)
 	}, 10*time.Second, time.Millisecond)
+}
+
+// A future's PID, as target or sender, is made afresh and not cached: each
+// is answered once, so an entry would never be hit, and a request stream
+// would fill the caches up to maxCachedPIDs and clear them over and over.
+// Actor PIDs are cached.
+func TestFuturePIDsAreNotCached(t *testing.T) {
+	n := &Node{addrs: []string{"rank0"}, targets: map[string]*PID{}, senders: map[string]map[string]*PID{}}
+	for i := range 100 {
+		id := []byte(fmt.Sprintf("%s%d", futurePrefix, i))
+		p := n.localPID(id)
+		assert.Equal(t, string(id), p.Id)
+		assert.Equal(t, "rank0", p.Address)
+		q := n.remotePID(wirePID{addr: []byte("rank1"), id: id})
+		assert.Equal(t, string(id), q.Id)
+		assert.Equal(t, "rank1", q.Address)
+	}
+	assert.Empty(t, n.targets, "future targets cached")
+	assert.Empty(t, n.senders["rank1"], "future senders cached")
+
+	a, b := n.localPID([]byte("pong")), n.localPID([]byte("pong"))
+	assert.Same(t, a, b)
+	c, d := n.remotePID(wirePID{addr: []byte("rank1"), id: []byte("ping")}), n.remotePID(wirePID{addr: []byte("rank1"), id: []byte("ping")})
+	assert.Same(t, c, d)
+	assert.Len(t, n.targets, 1)
+	assert.Len(t, n.senders["rank1"], 1)
 }
