@@ -71,14 +71,15 @@ type incoming struct {
 func (n *Node) accept(from int, kind mailbox.Kind, w *wireMsg, size int64) (in incoming, held bool) {
 	in = incoming{from: from, kind: kind, w: *w, size: size}
 	in.target = n.localPID(w.target)
-	if kind == kindUser {
+	switch {
+	case kind != kindUser:
+	case isFutureID(w.target): // an answer: futures are not counted (MaxInbound)
+		n.pending.done(from, in.target.Id)
+	default:
 		if in.counted = n.in.lookup(in.target.Id); in.counted != nil && !in.counted.admit(from, size) {
 			n.mb.Hold(from)
 			return in, true
 		}
-	}
-	if kind == kindUser && isFutureID(w.target) {
-		n.pending.done(from, in.target.Id) // its answer
 	}
 	if w.flags&fSender != 0 {
 		in.sender = n.remotePID(w.sender)
