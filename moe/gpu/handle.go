@@ -252,9 +252,14 @@ func (h *Handle) launch(name string, grid, shared int, args ...any) error {
 // that kernel (waitPrior, kernels.cu) before it touches memory. The
 // low-latency kernels take it: queued right behind another kernel, their
 // first block starts sooner after it than with launch (docs/moe_gpu.md,
-// "Where the time goes").
+// "Where the time goes"); so do the normal-mode dispatch and combine.
 func (h *Handle) launchOverlapped(name string, grid, shared int, args ...any) error {
-	if err := h.g.LaunchOverlapped(h.k.fn[name], cuda.Dim3{X: grid}, cuda.Dim3{X: threads}, shared, args...); err != nil {
+	return h.launchOverlappedBlocks(name, grid, threads, shared, args...)
+}
+
+// launchOverlappedBlocks is launchOverlapped with blocks of t threads.
+func (h *Handle) launchOverlappedBlocks(name string, grid, t, shared int, args ...any) error {
+	if err := h.g.LaunchOverlapped(h.k.fn[name], cuda.Dim3{X: grid}, cuda.Dim3{X: t}, shared, args...); err != nil {
 		h.err = err
 		return fmt.Errorf("gpumoe: %w", err)
 	}

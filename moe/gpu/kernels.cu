@@ -172,10 +172,11 @@ __device__ __forceinline__ void blockFinish(u32* counters, int count, OnLast onL
 }
 
 // blockCopy copies bytes (even) from src to dst with the whole block: 16-byte
-// vectors, four loads in flight per thread, when both are 16-byte aligned;
+// vectors, U loads in flight per thread, when both are 16-byte aligned;
 // else bf16 by bf16 (rows of odd sizes, not the fast path). Plain stores:
 // dst may be a peer's window (lsaPointer); blockFinish's fence orders them
 // before the signal.
+template <int U = 4>
 __device__ void blockCopy(char* dst, const char* src, u64 bytes) {
   const u64 n = blockDim.x, r = threadIdx.x;
   if ((((u64)dst | (u64)src) & 15) == 0) {
@@ -183,12 +184,12 @@ __device__ void blockCopy(char* dst, const char* src, u64 bytes) {
     uint4* d = reinterpret_cast<uint4*>(dst);
     const u64 nv = bytes >> 4;
     u64 i = r;
-    for (; i + 3 * n < nv; i += 4 * n) {
-      const uint4 v0 = s[i], v1 = s[i + n], v2 = s[i + 2 * n], v3 = s[i + 3 * n];
-      d[i] = v0;
-      d[i + n] = v1;
-      d[i + 2 * n] = v2;
-      d[i + 3 * n] = v3;
+    for (; i + (U - 1) * n < nv; i += U * n) {
+      uint4 v[U];
+#pragma unroll
+      for (int k = 0; k < U; k++) v[k] = s[i + k * n];
+#pragma unroll
+      for (int k = 0; k < U; k++) d[i + k * n] = v[k];
     }
     for (; i < nv; i += n) d[i] = s[i];
     for (u64 j = (nv << 4) + 2 * r; j < bytes; j += 2 * n)
@@ -617,13 +618,14 @@ __device__ void awaitLayout(const Args& a, Gin& gin, u64 round) {
   __syncthreads();
 }
 
-// moe_dispatch: grid of at most one 1024-thread block per SM, at least n.
+// moe_dispatch: grid of at most two 512-thread blocks per SM (plan.go:
+// dispatchThreads), at least n, every block resident at once.
 // With fused (the default launch), its blocks first compute the round's
 // layout (gridLayout; one kernel boundary less than moe_layout: about
 // 2 us at 128 tokens, docs/moe_gpu.md) and wait for this rank's header
 // (awaitLayout); else moe_layout ran before it. Then every block waits
 // for every rank's counts. Dynamic shared memory: n*n i64.
-extern "C" __global__ void __launch_bounds__(1024, 1)
+extern "C" __global__ void __launch_bounds__(512, 2)
     moe_dispatch(const __grid_constant__ DevComm comm, const __grid_constant__ Args a, const char* __restrict__ x,
                  u64 xStride, const int* __restrict__ idx, const float* __restrict__ wts, int T, u64 round,
                  int fused) {
@@ -633,6 +635,9 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
   Gin gin(comm, 0);
   Team world = teamWorld(comm);
 
+  // Dispatch launches the kernel overlapped (programmatic dependent
+  // launch): the routing, the rows and the state come from the work ahead.
+  waitPrior();
   // 0. This rank's layout (every block): its counts to every rank.
   nextLay(a, parity);
   if (fused) {
@@ -710,9 +715,9 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
       char* dst = r == me ? base + at : reinterpret_cast<char*>(lsaPointer(comm, a.win, world, r, at));
       const char* src = x + (u64)(c0 + s0) * xStride;
       if (xStride == a.rs)  // one stream for the run
-        blockCopy(dst, src, (u64)len * a.rs);
+        blockCopy<8>(dst, src, (u64)len * a.rs);
       else
-        for (int q = 0; q < len; q++) blockCopy(dst + (u64)q * a.rs, src + (u64)q * xStride, a.hidden * 2);
+        for (int q = 0; q < len; q++) blockCopy<8>(dst + (u64)q * a.rs, src + (u64)q * xStride, a.hidden * 2);
       rest &= ~(((1ull << len) - 1) << s0);
     }
     if (bits)
@@ -768,10 +773,42 @@ __device__ __forceinline__ uint4 pack8(const float* acc) {
 // in float32, for the columns of slice sl of S, by one warp; null sources
 // are skipped. src and w are the warp's slots in shared memory, written
 // before a __syncwarp. Slices are whole 16-byte vectors where rows allow.
+//
+// With at most 4 sources (2 and 4 ranks), a lane loads every source's
+// vectors of 8/nsrc positions before it sums any (8 loads in flight, most
+// over NVLink): the pull then keeps as many bytes in flight per SM as a copy
+// kernel that reaches the link's rate does.
+template <int P>
+__device__ __forceinline__ void reduceWide(uint4* o, int v0, int v1, int nsrc, const u16* const* src, const float* w) {
+  constexpr int J = 8 / P;  // sources
+  const uint4 z = make_uint4(0, 0, 0, 0);
+  const uint4* s[J];
+#pragma unroll
+  for (int j = 0; j < J; j++) s[j] = j < nsrc ? reinterpret_cast<const uint4*>(src[j]) : nullptr;
+  for (int v = v0 + lane(); v < v1; v += 32 * P) {
+    uint4 x[J * P];
+#pragma unroll
+    for (int j = 0; j < J; j++)
+#pragma unroll
+      for (int q = 0; q < P; q++) x[j * P + q] = s[j] != nullptr && v + 32 * q < v1 ? s[j][v + 32 * q] : z;
+#pragma unroll
+    for (int q = 0; q < P; q++) {
+      if (v + 32 * q >= v1) break;
+      float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+#pragma unroll
+      for (int j = 0; j < J; j++)
+        if (s[j] != nullptr) accumulate8(acc, x[j * P + q], w[j]);
+      o[v + 32 * q] = pack8(acc);
+    }
+  }
+}
+
 __device__ __forceinline__ void reduceRow(u16* out, int hidden, int sl, int S, int nsrc, const u16* const* src,
                                           const float* w) {
   if (((u64)out & 15) == 0 && (hidden & 7) == 0) {
     const int nv = hidden >> 3, v0 = (int)((i64)nv * sl / S), v1 = (int)((i64)nv * (sl + 1) / S);
+    if (nsrc <= 2) return reduceWide<4>(reinterpret_cast<uint4*>(out), v0, v1, nsrc, src, w);
+    if (nsrc <= 4) return reduceWide<2>(reinterpret_cast<uint4*>(out), v0, v1, nsrc, src, w);
     const uint4 z = make_uint4(0, 0, 0, 0);
     for (int v = v0 + lane(); v < v1; v += 64) {
       float acc0[8] = {0, 0, 0, 0, 0, 0, 0, 0}, acc1[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -844,6 +881,7 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
   extern __shared__ i64 C[];  // [n][n]
   Gin gin(comm, 0);
   Team world = teamWorld(comm);
+  waitPrior();  // launched overlapped (Combine): the outputs come from the experts' kernels ahead
   loadCounts(a, parity, C);
 
   // 1. this rank's outputs are ready; every other rank's are.
@@ -854,7 +892,10 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
   // 2. out[t] = sum over ranks r that t went to of its row at r, in float32.
   __shared__ ReduceSlots slots;
   const char* lb = local(a);
-  const int gw = blockIdx.x * warps() + warp(), nw = gridDim.x * warps();
+  // Items go round the blocks first, so that with fewer items than warps
+  // every SM still pulls (4096 tokens on 132 x 32 warps: 128 blocks
+  // pulling and 4 idle, block-major).
+  const int gw = warp() * gridDim.x + blockIdx.x, nw = gridDim.x * warps();
   const int S = slicesPerToken(T, H, nw);
   for (int it = gw; it < T * S; it += nw) {
     const int t = it / S;

@@ -84,7 +84,7 @@ func (h *Handle) Dispatch(x, topkIdx, topkWeights cuda.DevicePtr, numTokens int)
 		fused = 0
 	}
 	src, stride := h.source(x)
-	if err := h.launch(kDispatch, h.blocks, h.p.countsShared(), h.g.DevComm(), h.args, src, stride, topkIdx, topkWeights,
+	if err := h.launchOverlappedBlocks(kDispatch, dispatchPerSM*h.blocks, dispatchThreads, h.p.countsShared(), h.g.DevComm(), h.args, src, stride, topkIdx, topkWeights,
 		int32(numTokens), h.round, fused); err != nil {
 		return nil, err
 	}
@@ -119,7 +119,7 @@ func (h *Handle) Combine(out cuda.DevicePtr) error {
 		return fmt.Errorf("gpumoe: %s: null output: %w", name, moe.ErrBadArgument)
 	}
 	h.st = idle
-	return h.launch(kCombine, h.blocks, h.p.combineShared(), h.g.DevComm(), h.args, int32(h.tokens), h.round, out)
+	return h.launchOverlapped(kCombine, h.blocks, h.p.combineShared(), h.g.DevComm(), h.args, int32(h.tokens), h.round, out)
 }
 
 // Expert is a stand-in for the experts' grouped GEMM in tests and
