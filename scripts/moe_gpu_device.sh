@@ -27,7 +27,8 @@
 #   5. sweep: the DeepEP sizes again with smaller grids (2 GPUs);
 #   6. anchor: NCCL all_to_all_single (PyTorch) on COUNT GPUs of the same
 #      bytes per peer pair as step 4 moved on COUNT, and of the issue's
-#      4096x7168 and 128x7168, for each COUNT;
+#      4096x7168 and 128x7168, for each COUNT; then the copy engines'
+#      all-to-all of the same bytes (the peer copy anchor);
 #   7. a summary: every step's status, then one table per COUNT with
 #      rdmactor and NCCL side by side.
 # NVLink multicast stays off (NCCL_NVLS_ENABLE=0
@@ -133,7 +134,7 @@ for line in open(sys.argv[1]) if __import__("os").path.exists(sys.argv[1]) else 
 for line in open(sys.argv[2]) if __import__("os").path.exists(sys.argv[2]) else []:
     m = re.match(r"^ANCHOR (\S+)=([0-9.]+)", line)
     if m: anc[m.group(1)] = float(m.group(2))
-print(f"{'mode':<26} {'phase':<9} {'rdmactor':>9} {'GB/s':>7} | {'NCCL same bytes':>22} {'ratio':>6} | {'issue anchor':>20}")
+print(f"{'mode':<26} {'phase':<9} {'rdmactor':>9} {'GB/s':>7} {'of CE':>6} | {'NCCL same bytes':>22} {'ratio':>6} | {'issue anchor':>20}")
 for key in sorted({k.rsplit('_', 2)[0] for k in fig if k.endswith('_dispatch_time')}):
     mode = key[len('moe_'):]
     rows = fig.get(key + '_rows_per_pair', 0)
@@ -148,12 +149,16 @@ for key in sorted({k.rsplit('_', 2)[0] for k in fig if k.endswith('_dispatch_tim
             same2 = f"nccl_a2a_{round(rows)}x7168"
             s, o = anc.get(same2 + "_stream_us"), anc.get(same2 + "_single_us")
         i1, i2 = anc.get(issue + "_stream_us"), anc.get(issue + "_single_us")
+        ce = anc.get(f"ce_a2a_{round(rows)}x{7168 if ph == 'combine' else elems}_GBps")
+        of_ce = f"{100 * bw / ce:.1f}%" if ce and bw else "-"
         fmt = lambda v: f"{v:.1f}" if v else "-"
         ratio = f"{min(s or 1e9, o or 1e9) / t:.2f}x" if t and (s or o) else "-"
-        print(f"{mode:<26} {ph:<9} {fmt(t):>9} {bw:>7.1f} | {fmt(s):>10} / {fmt(o):>9} {ratio:>6} | {fmt(i1):>9} / {fmt(i2):>8}")
+        print(f"{mode:<26} {ph:<9} {fmt(t):>9} {bw:>7.1f} {of_ce:>6} | {fmt(s):>10} / {fmt(o):>9} {ratio:>6} | {fmt(i1):>9} / {fmt(i2):>8}")
     if fig.get(key + "_layout_time"):
         print(f"{mode:<26} {'(layout)':<9} {fig[key + '_layout_time']:>9.1f}   as a kernel of its own, in traced rounds (the dispatch above fuses it)")
 print("ratio: the faster NCCL figure / rdmactor's (above 1: rdmactor faster).")
+print("of CE: rdmactor's GB/s per rank against the copy engines' all-to-all of the same bytes per GPU pair")
+print("(every GPU cuMemcpyAsync-ing its block to every other at once, bench/nccl/peer_copy.py).")
 PY
   grep -h '^ANCHOR_' "$al" 2>/dev/null
 done

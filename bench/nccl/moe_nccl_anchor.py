@@ -11,6 +11,11 @@ dispatch does):
   - single: one op at a time, each after a barrier and a synchronize, timed
     by CUDA events around it: the median (what one dispatch pays).
 
+  - peer copy: the copy engines' all-to-all of the same blocks, every GPU
+    copying to every other at once (peer_copy.py), run in this process
+    after NCCL's: GB/s per GPU of the bytes that cross GPUs, and one pair's
+    copy alone.
+
 Prints one 'ANCHOR name=value' line per figure (microseconds, and GB/s of
 the bytes that cross ranks, per rank), which scripts/moe_gpu_device.sh
 collects and sets beside rdmactor's figures of the same GPU count. NVLink
@@ -25,6 +30,7 @@ import statistics
 import sys
 
 from anchor_env import free_port, no_multicast
+from peer_copy import peer_copy
 
 no_multicast()
 
@@ -103,6 +109,11 @@ def main():
         print("moe_nccl_anchor: needs %d GPUs, have %d; skipped" % (a.world, torch.cuda.device_count()))
         return 0
     mp.spawn(worker, args=(a.world, free_port(), shapes, a.iters), nprocs=a.world, join=True)
+    for rows, elems in shapes:
+        per_gpu, pair = peer_copy(a.world, rows, elems, a.iters)
+        print(f"ANCHOR ce_a2a_{rows}x{elems}_GBps={per_gpu:.2f}")
+        print(f"ANCHOR ce_pair_{rows}x{elems}_GBps={pair:.2f}")
+    sys.stdout.flush()
     return 0
 
 
