@@ -82,7 +82,7 @@ struct Args {
   Window win;  // the handle's window
   u64 rank, n, hidden, topk, experts, local, maxT, maxLL, rs, ew, hdrB, sigBase, fp8, slotB, groups, routeB, flagS;
   // window regions (byte offsets)
-  u64 offInput, offHdrStage, offCnt, offMetaStage, offRecvMeta, offRecvX;
+  u64 offInput, offCnt, offMetaStage, offRecvMeta, offRecvX;
   u64 offLLStage, offLLX, offLLSrc, offLLCount, offLLY, offLLRoute, offLLW, offLLPart, offLLFlag;
   // device state (this rank only)
   u32* masks;          // [maxT] token -> rank bits
@@ -143,6 +143,10 @@ __device__ __forceinline__ u32 sigComb(const Args& a, int s) { return (u32)(a.si
 __device__ __forceinline__ u32 sigLLComb(const Args& a, int s) { return (u32)(a.sigBase + 3 * a.n + s); }
 
 __device__ __forceinline__ char* local(const Args& a) { return reinterpret_cast<char*>(localPointer(a.win, 0)); }
+// peerAt is rank r's window at off (this rank's own memory for r == me).
+__device__ __forceinline__ char* peerAt(const DevComm& comm, const Args& a, Team world, int r, u64 off) {
+  return r == (int)a.rank ? local(a) + off : reinterpret_cast<char*>(lsaPointer(comm, a.win, world, r, off));
+}
 
 __device__ __forceinline__ u32 atomAddAcqRel(u32* p, u32 v) {
   u32 old;
@@ -333,15 +337,28 @@ __device__ bool waitAll(const Args& a, Gin& gin, SigOf sig, int skip, u64 least)
 
 // ---- layout (normal mode) ----
 
-// putCounts puts this rank's staged count header to every rank (this one
-// too), one warp per destination, each put adding 1 to cnt[me] there.
-__device__ __forceinline__ void putCounts(const DevComm& comm, const Args& a, int parity) {
-  const int n = (int)a.n, me = (int)a.rank;
+// putHeader writes this rank's count header straight into every rank's
+// window (this one too; cnt, the round's parity, slot me): to rank r, n
+// i64 tokens per rank (count(q); -1 each where bad) then L i32 tokens for
+// r's experts (expert(e), e = r*L + le; 0 where bad); then, after the
+// block barrier, one thread per rank adds 1 to cnt[me] there: gin's
+// signal is a release, cumulative over the writes the barrier ordered
+// before it. The whole block calls it.
+template <typename Count, typename Expert>
+__device__ __forceinline__ void putHeader(const DevComm& comm, const Args& a, int parity, bool bad, Count count,
+                                          Expert expert) {
+  const int n = (int)a.n, me = (int)a.rank, L = (int)a.local;
   Gin gin(comm, 0);
   Team world = teamWorld(comm);
-  for (int r = warp(); r < n; r += warps())
-    gin.put(world, r, a.win, a.offCnt + ((u64)parity * n + me) * a.hdrB, a.win, a.offHdrStage + (u64)r * a.hdrB, a.hdrB,
-            SignalAdd{sigCnt(a, me), 1}, None{}, CoopWarp{});
+  const u64 at = a.offCnt + ((u64)parity * n + me) * a.hdrB;
+  for (int i = threadIdx.x; i < n * n; i += blockDim.x) {
+    const int r = i / n, q = i % n;
+    reinterpret_cast<i64*>(peerAt(comm, a, world, r, at))[q] = bad ? -1 : (i64)count(q);
+  }
+  for (int e = threadIdx.x; e < n * L; e += blockDim.x)
+    reinterpret_cast<int*>(peerAt(comm, a, world, e / L, at + 8 * n))[e % L] = bad ? 0 : expert(e);
+  __syncthreads();
+  if ((int)threadIdx.x < n) gin.signal(world, threadIdx.x, SignalAdd{sigCnt(a, me), 1}, CoopThread{});
 }
 
 // tokenMask returns the ranks that token t's experts live on, a bit per
@@ -412,24 +429,12 @@ __device__ void layout(const DevComm& comm, const Args& a, const int* __restrict
   }
   __syncthreads();
 
-  // 3. headers: to rank r, [n x i64 tokens per rank][L x i32 tokens for r's experts].
+  // 3. the header to every rank.
   const bool bad = *sBad != 0x7fffffff;
-  char* base = local(a);
-  for (int i = tid; i < n * n; i += bs) {
-    int r = i / n, q = i % n;
-    reinterpret_cast<i64*>(base + a.offHdrStage + (u64)r * a.hdrB)[q] = bad ? -1 : (i64)sRank[q];
-  }
-  for (int i = tid; i < n * L; i += bs) {
-    int r = i / L, le = i % L;
-    reinterpret_cast<int*>(base + a.offHdrStage + (u64)r * a.hdrB + 8 * n)[le] = bad ? 0 : sExp[r * L + le];
-  }
   for (int i = tid; i < E; i += bs) a.tokPerExpert[i] = sExp[i];
   for (int i = tid; i < n; i += bs) a.tokPerRank[i] = sRank[i];
   if (tid == 0 && bad) fail(a, ErrBadRouting, (u32)*sBad);
-  __syncthreads();
-
-  // 4. counts to every rank.
-  putCounts(comm, a, parity);
+  putHeader(comm, a, parity, bad, [&](int q) { return sRank[q]; }, [&](int e) { return sExp[e]; });
 }
 
 // moe_layout: the layout alone, one block of 1024 threads, before a
@@ -577,29 +582,25 @@ __device__ void gridLayout(const DevComm& comm, const Args& a, const int* __rest
   if (threadIdx.x == 0) sLast = atomAddAcqRel(ly.arrive, 1) == (u32)G - 1;
   __syncthreads();
   if (!sLast) return;
+  // The expert counts (up to one per thread) and the bad word load beside
+  // the chunk sums: one memory round trip.
+  const int e0 = (int)threadIdx.x < E ? (int)__ldcg(&ly.exp[threadIdx.x * layLine]) : 0;
+  const u32 badw = __ldcg(ly.bad);
   for (int r = warp(); r < n; r += warps()) {
     u32 v = 0;
     for (int c = lane(); c < nch; c += 32) v += __ldcg(&ly.chunk[c * n + r]);
     v = warpSum(v);
     if (lane() == 0) sTot[r] = (int)v;
   }
-  const u32 badw = __ldcg(ly.bad);
-  __syncthreads();
   const bool bad = badw != 0;
-  char* base = local(a);
-  for (int i = threadIdx.x; i < n * n; i += blockDim.x) {
-    const int r = i / n, q = i % n;
-    reinterpret_cast<i64*>(base + a.offHdrStage + (u64)r * a.hdrB)[q] = bad ? -1 : (i64)sTot[q];
-  }
-  for (int i = threadIdx.x; i < E; i += blockDim.x) {
-    const int v = (int)__ldcg(&ly.exp[i * layLine]);
-    reinterpret_cast<int*>(base + a.offHdrStage + (u64)(i / L) * a.hdrB + 8 * n)[i % L] = bad ? 0 : v;
-    a.tokPerExpert[i] = v;
-  }
+  for (int i = threadIdx.x; i < E; i += blockDim.x)
+    a.tokPerExpert[i] = i == (int)threadIdx.x ? e0 : (int)__ldcg(&ly.exp[i * layLine]);
+  __syncthreads();  // sTot; tokPerExpert beyond the first blockDim experts
   for (int i = threadIdx.x; i < n; i += blockDim.x) a.tokPerRank[i] = sTot[i];
   if (threadIdx.x == 0 && bad) fail(a, ErrBadRouting, ~badw);
-  __syncthreads();
-  putCounts(comm, a, parity);
+  // putHeader's thread e writes expert e's count first: e0 where it has it.
+  putHeader(comm, a, parity, bad, [&](int q) { return sTot[q]; },
+            [&](int e) { return e == (int)threadIdx.x ? e0 : a.tokPerExpert[e]; });
 }
 
 // awaitLayout: the blocks of a fused moe_dispatch wait for the header
@@ -882,11 +883,12 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
   Gin gin(comm, 0);
   Team world = teamWorld(comm);
   waitPrior();  // launched overlapped (Combine): the outputs come from the experts' kernels ahead
-  loadCounts(a, parity, C);
 
-  // 1. this rank's outputs are ready; every other rank's are.
+  // 1. this rank's outputs are ready (the counts load while the signals
+  // fly); every other rank's are.
   if (blockIdx.x == 0 && threadIdx.x < n && (int)threadIdx.x != me)
     gin.signal(world, threadIdx.x, SignalAdd{sigComb(a, me), 1}, CoopThread{});
+  loadCounts(a, parity, C);
   if (!waitAll(a, gin, [&](int s) { return sigComb(a, s); }, me, round)) return;
 
   // 2. out[t] = sum over ranks r that t went to of its row at r, in float32.
@@ -1068,10 +1070,6 @@ __device__ __forceinline__ void blockSignal(const Args& a, Gin& gin, Team world,
   if ((int)threadIdx.x < (int)a.n) gin.signal(world, threadIdx.x, SignalAdd{sig, value}, CoopThread{});
 }
 
-// peerAt is rank r's window at off (this rank's own memory for r == me).
-__device__ __forceinline__ char* peerAt(const DevComm& comm, const Args& a, Team world, int r, u64 off) {
-  return r == (int)a.rank ? local(a) + off : reinterpret_cast<char*>(lsaPointer(comm, a.win, world, r, off));
-}
 
 // pullRows copies each pair's row (nb pairs, V 16-byte vectors a row,
 // from src[j]) into its m[j] slots dst(j, q), with the whole block: every

@@ -14,8 +14,7 @@ import (
 //
 //	window (gpu.Window, every rank's part mapped into every kernel):
 //	  input     [max(MaxTokens, MaxLLTokens)][rs]  bf16 rows to dispatch (Handle.Input)
-//	  normal:   hdrStage [n][hdrB]         count headers, staged per destination
-//	            cnt      [2 parity][n][hdrB]  headers received, per source
+//	  normal:   cnt      [2 parity][n][hdrB]  count headers received, per source
 //	            metaStage [n][MaxTokens][ew]  routing entries, staged per destination
 //	            recvMeta [n*MaxTokens][ew]  routing entries of received rows
 //	            recvX    [n*MaxTokens][rs]  received rows (expert outputs in place)
@@ -50,10 +49,10 @@ type plan struct {
 	fp8                            bool
 	sig0                           int
 
-	input, hdrStage, cnt, metaStage, recvMeta, recvX int
-	llStage, llX, llSrc, llCount, llY, llRoute       int
-	llW, llPart, prs, llFlag                         int
-	size                                             int
+	input, cnt, metaStage, recvMeta, recvX     int
+	llStage, llX, llSrc, llCount, llY, llRoute int
+	llW, llPart, prs, llFlag                   int
+	size                                       int
 
 	masks, pos, tokPerExpert, tokPerRank, finish int
 	lay                                          int
@@ -91,7 +90,6 @@ func newPlan(cfg Config, n, me int) (plan, error) {
 	}
 	p.input = region(max(p.maxT, p.maxLL) * p.rs)
 	if p.maxT > 0 {
-		p.hdrStage = region(n * p.hdrB)
 		p.cnt = region(2 * n * p.hdrB)
 		p.metaStage = region(n * p.maxT * p.ew * 4)
 		p.recvMeta = region(n * p.maxT * p.ew * 4)
@@ -147,7 +145,7 @@ func (p *plan) signals() int        { return 4 * p.n }
 
 // argWords is the size of Args in 8-byte words (kernels.cu: struct Args;
 // NVRTC gets it as -DMOE_ARGS_WORDS and static_asserts it).
-const argWords = 43
+const argWords = 42
 
 // Args is a Handle as kernels take it: struct moe::Args of kernels.cu,
 // passed by value.
@@ -171,7 +169,7 @@ func (p *plan) args(win, state cuda.DevicePtr) Args {
 		uint64(p.me), uint64(p.n), uint64(p.h), uint64(p.k), uint64(p.e), uint64(p.l), uint64(p.maxT), uint64(p.maxLL),
 		uint64(p.rs), uint64(p.ew), uint64(p.hdrB), uint64(p.sig0), b2u(p.fp8), uint64(p.slotB), uint64(p.groups),
 		uint64(p.routeB), uint64(p.flagS),
-		uint64(p.input), uint64(p.hdrStage), uint64(p.cnt), uint64(p.metaStage), uint64(p.recvMeta), uint64(p.recvX),
+		uint64(p.input), uint64(p.cnt), uint64(p.metaStage), uint64(p.recvMeta), uint64(p.recvX),
 		uint64(p.llStage), uint64(p.llX), uint64(p.llSrc), uint64(p.llCount), uint64(p.llY), uint64(p.llRoute),
 		uint64(p.llW), uint64(p.llPart), uint64(p.llFlag),
 		st(p.masks), st(p.pos), st(p.tokPerExpert), st(p.tokPerRank), st(p.finish), st(p.lay),

@@ -54,7 +54,7 @@ func TestPlanRegions(t *testing.T) {
 			nt, ll := p.maxT, p.maxLL
 			win := []reg{{p.input, max(nt, ll) * p.rs}}
 			if nt > 0 {
-				win = append(win, reg{p.hdrStage, n * p.hdrB}, reg{p.cnt, 2 * n * p.hdrB}, reg{p.metaStage, n * nt * p.ew * 4},
+				win = append(win, reg{p.cnt, 2 * n * p.hdrB}, reg{p.metaStage, n * nt * p.ew * 4},
 					reg{p.recvMeta, n * nt * p.ew * 4}, reg{p.recvX, n * nt * p.rs})
 			}
 			if ll > 0 {
@@ -105,11 +105,11 @@ func TestPlanArgs(t *testing.T) {
 	assert.Equal(t, uint64(p.flagS), w(17))
 	assert.Equal(t, uint64(3), w(12))       // sigBase
 	assert.Equal(t, uint64(1), w(13))       // fp8
-	assert.Equal(t, uint64(p.recvX), w(23)) // last normal region
-	assert.Equal(t, uint64(p.llRoute), w(29))
-	assert.Equal(t, uint64(p.llPart), w(31))
-	assert.Equal(t, uint64(p.llFlag), w(32))                          // last low-latency region
-	assert.Equal(t, uint64(0x200000+p.masks), w(33))                  // first state pointer
+	assert.Equal(t, uint64(p.recvX), w(22)) // last normal region
+	assert.Equal(t, uint64(p.llRoute), w(28))
+	assert.Equal(t, uint64(p.llPart), w(30))
+	assert.Equal(t, uint64(p.llFlag), w(31))                          // last low-latency region
+	assert.Equal(t, uint64(0x200000+p.masks), w(32))                  // first state pointer
 	assert.Equal(t, uint64(0x200000+p.llTokPerExpert), w(argWords-1)) // last
 }
 
