@@ -24,6 +24,7 @@ type Config struct {
 	// Blocks is the grid of the data kernels, at most one 1024-thread
 	// block per SM (kernels that wait need every block resident), at least
 	// the number of ranks; default and maximum: the device's SM count.
+	// The normal-mode dispatch runs twice as many blocks of 512 threads.
 	// Every rank uses the smallest grid of all ranks.
 	Blocks int
 }

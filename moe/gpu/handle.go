@@ -208,7 +208,8 @@ func (h *Handle) Size() int { return h.p.n }
 // LocalExperts is NumExperts / Size.
 func (h *Handle) LocalExperts() int { return h.p.l }
 
-// Blocks is the grid of the data kernels.
+// Blocks is the grid of the data kernels (1024-thread blocks; the
+// normal-mode dispatch runs twice as many of 512 threads).
 func (h *Handle) Blocks() int { return h.blocks }
 
 // RowStride is the byte distance between rows of Input, Recv.X and
