@@ -84,8 +84,8 @@ func (h *Handle) Dispatch(x, topkIdx, topkWeights cuda.DevicePtr, numTokens int)
 		fused = 0
 	}
 	src, stride := h.source(x)
-	if err := h.launchOverlappedBlocks(kDispatch, dispatchPerSM*h.blocks, dispatchThreads, h.p.countsShared(), h.g.DevComm(), h.args, src, stride, topkIdx, topkWeights,
-		int32(numTokens), h.round, fused); err != nil {
+	if err := h.launchOverlappedBlocks(kDispatch, dispatchPerSM*h.blocks, dispatchThreads, h.p.countsShared(),
+		h.g.DevComm(), h.args, src, stride, topkIdx, topkWeights, int32(numTokens), h.round, fused); err != nil {
 		return nil, err
 	}
 	h.tokens = numTokens

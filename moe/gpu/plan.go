@@ -203,7 +203,8 @@ func (p *plan) countsShared() int  { return 8 * p.n * p.n }
 func (p *plan) combineShared() int { return 8 * p.n * p.n }
 func (p *plan) llDispShared() int  { return 4 * p.e } // the slot walks' counts
 
-// threads per block of every data kernel (kernels.cu: __launch_bounds__(1024, 1)).
+// threads per block of the data kernels but the normal dispatch
+// (kernels.cu: __launch_bounds__(1024, 1)).
 const threads = 1024
 
 // The normal dispatch runs two blocks of dispatchThreads on each SM
