@@ -337,13 +337,21 @@ __device__ bool waitAll(const Args& a, Gin& gin, SigOf sig, int skip, u64 least)
 
 // ---- layout (normal mode) ----
 
+// blockSignal: every thread of the block is done writing; thread r adds
+// value to signal sig at rank r, for every rank. No fence of its own: the
+// barrier orders the block's writes before the add, whose system-scope
+// release is cumulative over them (gin's LSA signal; PTX memory model).
+// A fence here cost 0.6-0.8 us of the low-latency dispatch (docs/moe_gpu.md).
+__device__ __forceinline__ void blockSignal(const Args& a, Gin& gin, Team world, u32 sig, u64 value) {
+  __syncthreads();
+  if ((int)threadIdx.x < (int)a.n) gin.signal(world, threadIdx.x, SignalAdd{sig, value}, CoopThread{});
+}
+
 // putHeader writes this rank's count header straight into every rank's
 // window (this one too; cnt, the round's parity, slot me): to rank r, n
 // i64 tokens per rank (count(q); -1 each where bad) then L i32 tokens for
-// r's experts (expert(e), e = r*L + le; 0 where bad); then, after the
-// block barrier, one thread per rank adds 1 to cnt[me] there: gin's
-// signal is a release, cumulative over the writes the barrier ordered
-// before it. The whole block calls it.
+// r's experts (expert(e), e = r*L + le; 0 where bad); then signals cnt[me]
+// at every rank (blockSignal). The whole block calls it.
 template <typename Count, typename Expert>
 __device__ __forceinline__ void putHeader(const DevComm& comm, const Args& a, int parity, bool bad, Count count,
                                           Expert expert) {
@@ -357,8 +365,7 @@ __device__ __forceinline__ void putHeader(const DevComm& comm, const Args& a, in
   }
   for (int e = threadIdx.x; e < n * L; e += blockDim.x)
     reinterpret_cast<int*>(peerAt(comm, a, world, e / L, at + 8 * n))[e % L] = bad ? 0 : expert(e);
-  __syncthreads();
-  if ((int)threadIdx.x < n) gin.signal(world, threadIdx.x, SignalAdd{sigCnt(a, me), 1}, CoopThread{});
+  blockSignal(a, gin, world, sigCnt(a, me), 1);
 }
 
 // tokenMask returns the ranks that token t's experts live on, a bit per
@@ -776,9 +783,9 @@ __device__ __forceinline__ uint4 pack8(const float* acc) {
 // before a __syncwarp. Slices are whole 16-byte vectors where rows allow.
 //
 // With at most 4 sources (2 and 4 ranks), a lane loads every source's
-// vectors of 8/nsrc positions before it sums any (8 loads in flight, most
-// over NVLink): the pull then keeps as many bytes in flight per SM as a copy
-// kernel that reaches the link's rate does.
+// vectors of 8/nsrc positions before it sums any: 8 loads in flight, most
+// over NVLink (with 4 ranks, loading two sources at a time made the
+// combine of 4096 tokens 2 % slower on 4 x H200).
 template <int P>
 __device__ __forceinline__ void reduceWide(uint4* o, int v0, int v1, int nsrc, const u16* const* src, const float* w) {
   constexpr int J = 8 / P;  // sources
@@ -1059,17 +1066,6 @@ __device__ __forceinline__ u32 llWord(const Args& a, const Gin& gin, const u64* 
 __device__ __forceinline__ u32 llWordAcquire(const Args& a, const Gin& gin, const u64* p, u64 round, u32 dflt) {
   return llWordT<true>(a, gin, p, round, dflt);
 }
-
-// blockSignal: every thread of the block is done writing; thread r adds
-// value to signal sig at rank r, for every rank. No fence of its own: the
-// barrier orders the block's writes before the add, whose system-scope
-// release is cumulative over them (gin's LSA signal; PTX memory model).
-// A fence here cost 0.6-0.8 us of the low-latency dispatch (docs/moe_gpu.md).
-__device__ __forceinline__ void blockSignal(const Args& a, Gin& gin, Team world, u32 sig, u64 value) {
-  __syncthreads();
-  if ((int)threadIdx.x < (int)a.n) gin.signal(world, threadIdx.x, SignalAdd{sig, value}, CoopThread{});
-}
-
 
 // pullRows copies each pair's row (nb pairs, V 16-byte vectors a row,
 // from src[j]) into its m[j] slots dst(j, q), with the whole block: every
