@@ -25,18 +25,22 @@
 #      normal and low latency, 4096 normal), checked, then timed, as COUNT
 #      processes (rdmarun -np COUNT), for each COUNT;
 #   5. sweep: the DeepEP sizes again with smaller grids (2 GPUs);
-#   6. anchor: NCCL all_to_all_single (PyTorch) on COUNT GPUs of the same
+#   6. copy: what copy kernels move between GPUs 0 and 1, pushing and
+#      pulling, one way and both ways, against cudaMemcpyPeer
+#      (bench/nvlink/copybw.cu, built here with nvcc; skipped, named, where
+#      there is no nvcc), at the normal dispatch's bytes;
+#   7. anchor: NCCL all_to_all_single (PyTorch) on COUNT GPUs of the same
 #      bytes per peer pair as step 4 moved on COUNT, and of the issue's
 #      4096x7168 and 128x7168, for each COUNT; then the copy engines'
 #      all-to-all of the same bytes (the peer copy anchor);
-#   7. a summary: every step's status, then one table per COUNT with
+#   8. a summary: every step's status, then one table per COUNT with
 #      rdmactor and NCCL side by side.
 # NVLink multicast stays off (NCCL_NVLS_ENABLE=0
 # TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1, set by
 # scripts/lib/device.sh) for every command; nothing here creates multicast
 # objects.
 #
-# Environment: STEPS (default "test small deepep sweep anchor"); ITERS (timed
+# Environment: STEPS (default "test small deepep sweep copy anchor"); ITERS (timed
 # rounds, default 30); OUT, if set, receives run.log and logs.tar.gz.
 set -uo pipefail
 self="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
@@ -56,7 +60,7 @@ tee_run MOE_GPU_TEED "$@"
 export RDMACTOR_REQUIRE_GPU=1 RDMACTOR_REQUIRE_GPUS=1
 export RDMACTOR_GPU_CASE_TIMEOUT=${RDMACTOR_GPU_CASE_TIMEOUT:-10s}
 export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/rdmactor-cache}
-STEPS=${STEPS:-test small deepep sweep anchor}
+STEPS=${STEPS:-test small deepep sweep copy anchor}
 ITERS=${ITERS:-30}
 logs=$(mktemp -d)
 summary=()
@@ -91,6 +95,15 @@ if has sweep; then
   step sweep-blocks33 35 "${sw[@]}" -tokens 4096 -mode normal -blocks 33
   step sweep-ll-blocks66 35 "${sw[@]}" -tokens 128 -ll-tokens 128 -mode ll -fp8 both -blocks 66
 fi
+if has copy; then
+  if command -v nvcc >/dev/null 2>&1; then
+    cb=$(mktemp -d)/copybw
+    step copy-build 120 nvcc -arch=sm_90 -O3 -o "$cb" bench/nvlink/copybw.cu
+    [ -x "$cb" ] && step copy 60 "$cb" 58720256
+  else
+    echo "== copy: skipped, no nvcc on this machine"
+  fi
+fi
 if has anchor; then
   for n in $counts; do
     fits "$n" || continue
@@ -120,6 +133,11 @@ fi
 for f in "$logs"/small-*.log "$logs"/deepep-*.log "$logs"/sweep-*.log; do
   [ -f "$f" ] && grep -hE '^== moe|check|dispatch .* us' "$f" | sed "s|^|$(basename "$f" .log): |"
 done
+if [ -f "$logs/copy.log" ]; then
+  echo
+  echo "-- copy kernels between GPUs 0 and 1 (bench/nvlink/copybw.cu)"
+  cat "$logs/copy.log"
+fi
 for n in $counts; do
   dl="$logs/deepep-${n}gpu.log" al="$logs/anchor-${n}gpu.log"
   [ -f "$dl" ] || [ -f "$al" ] || continue

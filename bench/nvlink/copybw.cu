@@ -111,7 +111,10 @@ int main(int argc, char** argv) {
     float bi = timeit(x.kind, 1, x.grid, x.gr);
     float p = x.kind != 1 ? 0 : timeit(x.kind, 2, x.grid, x.gr);  // pulls: the plain copy only
     float pb = x.kind != 1 ? 0 : timeit(x.kind, 3, x.grid, x.gr);
-    printf("%-18s %9.1f %9.1f %9.1f %9.1f\n", x.name, u, bi, p, pb);
+    if (x.kind == 1)
+      printf("%-18s %9.1f %9.1f %9.1f %9.1f\n", x.name, u, bi, p, pb);
+    else
+      printf("%-18s %9.1f %9.1f %9s %9s\n", x.name, u, bi, "-", "-");
   }
   return 0;
 }
