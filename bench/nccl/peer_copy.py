@@ -48,7 +48,7 @@ def _round(world, bufs, streams, nbytes, pairs):
 
 
 def peer_copy(world, rows, elems, iters):
-    """Returns (per-GPU GB/s of the all-to-all, one pair's GB/s), bytes that cross GPUs."""
+    """Returns the all-to-all's GB/s per GPU and one pair's GB/s, counting the bytes that cross GPUs."""
     nbytes = rows * elems * 2
     bufs = []
     for d in range(world):
