@@ -104,8 +104,7 @@ func Start(ctx context.Context, comm *gin.Comm, cfg Config) (*Node, error) {
 			n.procs[r] = &remoteProcess{n: n, rank: r}
 		}
 	}
-	opts := append([]protoactor.ConfigOption{protoactor.WithLoggerFactory(actorsys.Logger)}, cfg.System...)
-	n.system = protoactor.NewActorSystem(opts...)
+	n.system = actorsys.New(cfg.System...)
 	// Before anything is spawned: PIDs copy the registry's address.
 	n.system.ProcessRegistry.Address = n.addrs[n.rank]
 	n.system.ProcessRegistry.RegisterAddressResolver(n.resolve)

@@ -24,7 +24,11 @@ func Logger(*actor.ActorSystem) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
 }
 
-// New returns an actor system with rdmactor's logger and opts.
+// New returns an actor system with rdmactor's logger and opts (a later
+// WithLoggerFactory replaces the logger), whose process registry is sized
+// for the few actors a rank runs (compactRegistry).
 func New(opts ...actor.ConfigOption) *actor.ActorSystem {
-	return actor.NewActorSystem(append([]actor.ConfigOption{actor.WithLoggerFactory(Logger)}, opts...)...)
+	sys := actor.NewActorSystem(append([]actor.ConfigOption{actor.WithLoggerFactory(Logger)}, opts...)...)
+	compactRegistry(sys)
+	return sys
 }

@@ -15,13 +15,14 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
 
+	"github.com/rdmactor/rdmactor/internal/actorsys"
 	"github.com/rdmactor/rdmactor/internal/bootstrap"
 	"github.com/rdmactor/rdmactor/transport/rdma"
 )
 
 // start starts the actor system, the remote and this rank's actors.
 func (b *remoteBootstrap) start() error {
-	b.system = actor.NewActorSystem(actor.WithLoggerFactory(newLogger))
+	b.system = actorsys.New(actor.WithLoggerFactory(newLogger))
 	host, port := b.cfg.Host, 0
 	var opts []protoremote.ConfigOption
 	if b.cfg.Rank == 0 {
