@@ -17,3 +17,12 @@ const (
 	EnvSecret     = "RDMACTOR_JOB_SECRET"
 	EnvSecretFile = "RDMACTOR_JOB_SECRET_FILE"
 )
+
+// EnvNoPSMBacktrace, set to 1 for every rank unless the caller's
+// environment sets it: libinfinipath (PSM, which Debian's libfabric links
+// whatever the provider) otherwise installs a SIGSEGV handler when it
+// loads, and the Go runtime forwards a crash in C code to it, which prints
+// one C frame and writes a .btr file instead of Go's traceback of every
+// goroutine and the cgo call that crashed. It is read when the library
+// loads, so it must be in the environment the rank starts with.
+const EnvNoPSMBacktrace = "IPATH_NO_BACKTRACE"

@@ -223,6 +223,9 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 	if o.Transport != InheritTransport {
 		env = append(env, EnvTransport+"="+o.Transport)
 	}
+	if _, set := os.LookupEnv(EnvNoPSMBacktrace); !set {
+		env = append(env, EnvNoPSMBacktrace+"=1")
+	}
 	if !spans && os.Getenv(EnvSecret) == "" && os.Getenv(EnvSecretFile) == "" {
 		// A job secret of its own (a caller's, e.g. rdmarun across hosts,
 		// is inherited): the ranks' environments, readable by this user

@@ -27,8 +27,13 @@ func sortedLines(s string) []string {
 }
 
 func TestOutputAndEnv(t *testing.T) {
+	// Run sets IPATH_NO_BACKTRACE=1 where the caller's environment has none.
+	if v, set := os.LookupEnv(launch.EnvNoPSMBacktrace); set {
+		os.Unsetenv(launch.EnvNoPSMBacktrace)
+		t.Cleanup(func() { os.Setenv(launch.EnvNoPSMBacktrace, v) })
+	}
 	var out, errOut bytes.Buffer
-	o := sh(3, `echo "hello $RDMACTOR_RANK/$RDMACTOR_WORLD_SIZE $RDMACTOR_TRANSPORT $FOO"; `+
+	o := sh(3, `echo "hello $RDMACTOR_RANK/$RDMACTOR_WORLD_SIZE $RDMACTOR_TRANSPORT $FOO$IPATH_NO_BACKTRACE"; `+
 		`echo "err $RDMACTOR_RANK" >&2; printf "no newline"; `+
 		`case "$RDMACTOR_BOOTSTRAP" in 127.0.0.1:[0-9]*) ;; *) exit 9;; esac; `+
 		`case "$RDMACTOR_JOB" in j*x*) ;; *) exit 8;; esac`)
@@ -41,9 +46,9 @@ func TestOutputAndEnv(t *testing.T) {
 		t.Fatalf("Run: %v (%+v)", err, res)
 	}
 	want := []string{
-		"[0] hello 0/3 shm bar", "[0] no newline",
-		"[1] hello 1/3 shm bar", "[1] no newline",
-		"[2] hello 2/3 shm bar", "[2] no newline",
+		"[0] hello 0/3 shm bar1", "[0] no newline",
+		"[1] hello 1/3 shm bar1", "[1] no newline",
+		"[2] hello 2/3 shm bar1", "[2] no newline",
 	}
 	if got := sortedLines(out.String()); strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("stdout:\n%s\nwant (sorted) %q", out.String(), want)
