@@ -45,8 +45,8 @@
 // Signals are strong (gin.Context.Put): when the receive loop reads a
 // frame count, the data of those frames, and of every pad before them, is
 // visible. The receive loop polls every sender's frame signal, hands each
-// frame to Handler.Frame in order, and idles as Config.Idle says when
-// nothing came: it spins, yields, then parks.
+// frame to Handler.Frame in order, and blocks in gin until a frame comes
+// when nothing came (see Idle below).
 //
 // # Credit
 //
@@ -81,14 +81,17 @@
 //
 // # Idle
 //
-// The receive loop spins, yields, then parks with doubling sleeps
-// (Config.Idle; Aeron's BackoffIdleStrategy, as gin's waits): an idle rank
-// costs a wake-up per MaxSleep, a message that finds the loop parked waits
-// up to MaxSleep. Wake brings a parked loop back to its spin and yield
-// phases: package actor calls it after sending a request, whose answer
-// should not wait for a sleep to end. gin has no wait that blocks until a
-// put arrives (a futex on shm, a completion channel on verbs), which would
-// remove this trade-off; see docs/actors.md.
+// With nothing to read, the receive loop blocks in one gin.WaitSignals on
+// every open pair's frame signal: gin spins briefly, then sleeps in the
+// provider (a futex on the shm doorbell, the CQ's wait fd on ofi) until a
+// put reaches any of them, so an idle rank costs no CPU and a frame wakes
+// it at once. Two cases keep it awake instead (polling, yielding now and
+// then): traffic that recurs within Config.Linger of the last frame, so
+// that the next one does not pay a blocked thread's wake-up; and Expect,
+// which package actor calls after sending a request, so that the answer
+// finds the loop running. Neither applies on an oversubscribed host
+// (gin.Comm.Oversubscribed), where the awake loop would take the processor
+// a peer needs. docs/actors.md (Idle behaviour) has the figures.
 //
 // # Bad input
 //
