@@ -27,6 +27,12 @@ func populate(b []byte) {
 	if end <= start {
 		return
 	}
+	// A reused span that the runtime zeroed is resident already, to its
+	// last page: faulting it in again would only walk its page tables.
+	var vec [1]byte // mincore(2): bit 0 set for a resident page
+	if _, _, e := unix.Syscall(unix.SYS_MINCORE, end-pageSize, pageSize, uintptr(unsafe.Pointer(&vec[0]))); e == 0 && vec[0]&1 != 0 {
+		return
+	}
 	go func() {
 		// b stays reachable while the pages are faulted in.
 		if err := unix.Madvise(b[start-p:end-p], unix.MADV_POPULATE_WRITE); err == unix.EINVAL {
