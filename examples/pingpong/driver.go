@@ -260,10 +260,12 @@ func report(r *rank, res map[string]*results, o options, many int, idle0, idle1 
 			figure{"mesh_p99", "us", false, func(s *results) float64 { return us(pct(s.mesh, 99)) }},
 			figure{"mesh_requests", "k req/s", true, func(s *results) float64 { return median(s.meshRate) / 1e3 }})
 	}
-	figs = append(figs,
-		figure{"throughput_1to1", "M msg/s", true, func(s *results) float64 { return median(s.thr1) / 1e6 }},
-		figure{"cpu_per_msg_1to1", "us", false, func(s *results) float64 { return median(s.cpuRecv1) + median(s.cpuSend1) }})
-	if many > 1 {
+	if len(first.thr1) > 0 {
+		figs = append(figs,
+			figure{"throughput_1to1", "M msg/s", true, func(s *results) float64 { return median(s.thr1) / 1e6 }},
+			figure{"cpu_per_msg_1to1", "us", false, func(s *results) float64 { return median(s.cpuRecv1) + median(s.cpuSend1) }})
+	}
+	if many > 1 && len(first.thrN) > 0 {
 		figs = append(figs,
 			figure{fmt.Sprintf("throughput_%dto1", many), "M msg/s", true, func(s *results) float64 { return median(s.thrN) / 1e6 }},
 			figure{fmt.Sprintf("cpu_per_msg_%dto1", many), "us", false, func(s *results) float64 { return median(s.cpuRecvN) + median(s.cpuSendN) }})
