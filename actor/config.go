@@ -11,7 +11,8 @@ import (
 type Config struct {
 	// Mailbox sizes the rings and paces the receive loop (see package
 	// mailbox: RingBytes, default 1 MiB per pair; SendTimeout, default
-	// 10 s; SignalBase; Idle).
+	// 10 s; SignalBase; BatchGap; Linger). Waits themselves idle as
+	// Gin.Idle says.
 	Mailbox mailbox.Config
 	// Gin configures the Comm that Init and StartLocal create; Start
 	// takes a Comm and ignores it. Signals is raised to what the mailbox
