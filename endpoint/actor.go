@@ -54,7 +54,7 @@ func (a *endpointActor) progress() {
 	e := a.ep
 	s := e.m.cfg.Idle
 	if e.m.poller != nil {
-		s.Spins, s.Yields = 0, 0
+		s.Spins, s.Yields, s.OSYields = 0, 0, 0
 	}
 	b := idle.New(s)
 	for {

@@ -116,6 +116,9 @@ func newComm(ctx context.Context, boot Bootstrap, cfg Config, host string, gorou
 			c.cfg.Idle = OversubscribedIdle
 		}
 		c.cfg.Idle.QuietYield = goroutineRanks
+		if goroutineRanks {
+			c.cfg.Idle.OSYields = 0
+		}
 	}
 	c.system = actorsys.New()
 	c.eps, err = endpoint.NewManager(prov, c.size, endpoint.Config{

@@ -92,9 +92,14 @@ type IdleStrategy = idle.Strategy
 var DefaultIdle = idle.Default
 
 // OversubscribedIdle is the default on a host with more ranks than
-// processors: it blocks after a short spin, since a spinning rank holds
-// the processor that the rank it waits for needs.
-var OversubscribedIdle = idle.Strategy{Spins: 64, Yields: 0, MinSleep: idle.Default.MinSleep, MaxSleep: idle.Default.MaxSleep}
+// processors: after a short spin it gives the processor to whichever
+// thread of the host is runnable (OSYields: sched_yield(2)) 256 times,
+// then blocks. A spinning rank would hold the processor that the rank it
+// waits for needs; one that blocks at once pays a wake-up for each answer
+// (tens to hundreds of µs on small VMs). Ranks that are goroutines of one
+// process skip the OSYields phase (NewLocal), as do waits that drive a
+// NIC's progress.
+var OversubscribedIdle = idle.Strategy{Spins: 64, Yields: 0, OSYields: 256, MinSleep: idle.Default.MinSleep, MaxSleep: idle.Default.MaxSleep}
 
 // Requirements are provider capabilities a program depends on.
 type Requirements struct {

@@ -21,6 +21,29 @@ func TestBackoffPhases(t *testing.T) {
 	assert.False(t, b.Idle(), "reset starts with spinning again")
 }
 
+func TestBackoffOSYieldPhase(t *testing.T) {
+	// Spins, then Yields, then OSYields calls return false (not parked),
+	// each polling first; then parks. A driven wait has no such phase.
+	polls := 0
+	s := Strategy{Spins: 2, Yields: 1, OSYields: 3, MinSleep: time.Microsecond, MaxSleep: time.Microsecond}
+	b := New(s)
+	b.SpinWith(func() int { polls++; return 0 })
+	var parked []bool
+	for i := 0; i < 8; i++ {
+		parked = append(parked, b.Idle())
+	}
+	assert.Equal(t, []bool{false, false, false, false, false, false, true, true}, parked)
+	assert.Equal(t, 6, polls, "every call of the three phases polls")
+
+	d := &driver{}
+	b = NewDriven(s, d)
+	parked = parked[:0]
+	for i := 0; i < 4; i++ {
+		parked = append(parked, b.Idle())
+	}
+	assert.Equal(t, []bool{false, false, true, true}, parked, "driven: the spins, then PollWait")
+}
+
 func TestBackoffParksWhenIdle(t *testing.T) {
 	// An idle waiter must give the CPU back: 200 idles past the spin and
 	// yield phases take at least 200 * MinSleep.
@@ -67,21 +90,25 @@ func TestDrivenNil(t *testing.T) {
 }
 
 // A yield lets the goroutines queued on the waiter's processor run, with
-// either kind of yield: on one processor, a goroutine that the waiter
+// every kind of yield (an OS yield goes with a Go-level one): on one processor, a goroutine that the waiter
 // started sets the flag within the first few yields, not after the
 // runtime's 10 ms preemption (thousands of calls).
 func TestYieldPhaseRunsQueuedGoroutines(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	for _, quiet := range []bool{false, true} {
+	for _, c := range []struct{ quiet, os bool }{{false, false}, {true, false}, {false, true}} {
 		var flag atomic.Bool
-		b := New(Strategy{Spins: 0, Yields: 1 << 30, MinSleep: time.Microsecond, MaxSleep: time.Microsecond, QuietYield: quiet})
+		s := Strategy{Spins: 0, Yields: 1 << 30, MinSleep: time.Microsecond, MaxSleep: time.Microsecond, QuietYield: c.quiet}
+		if c.os {
+			s.Yields, s.OSYields = 0, 1<<30
+		}
+		b := New(s)
 		go flag.Store(true)
 		calls := 0
 		for !flag.Load() && calls < 1<<20 {
 			b.Idle()
 			calls++
 		}
-		assert.True(t, flag.Load(), "QuietYield %v: the queued goroutine never ran", quiet)
-		assert.LessOrEqual(t, calls, 16, "QuietYield %v: yields before the queued goroutine ran", quiet)
+		assert.True(t, flag.Load(), "%+v: the queued goroutine never ran", c)
+		assert.LessOrEqual(t, calls, 16, "%+v: yields before the queued goroutine ran", c)
 	}
 }
