@@ -97,8 +97,8 @@ var DefaultIdle = idle.Default
 // then blocks. A spinning rank would hold the processor that the rank it
 // waits for needs; one that blocks at once pays a wake-up for each answer
 // (tens to hundreds of µs on small VMs). Ranks that are goroutines of one
-// process skip the OSYields phase (NewLocal), as do waits that drive a
-// NIC's progress.
+// process skip the OSYields phase (NewLocal). Where a wait drives a NIC's
+// progress (ofi), each of those calls polls the CQ first.
 var OversubscribedIdle = idle.Strategy{Spins: 64, Yields: 0, OSYields: 256, MinSleep: idle.Default.MinSleep, MaxSleep: idle.Default.MaxSleep}
 
 // Requirements are provider capabilities a program depends on.

@@ -29,14 +29,15 @@ type Strategy struct {
 	// global run queue, so that many waiting ranks serialize one another
 	// (docs/scaling.md). Processes measured no better with it.
 	QuietYield bool
-	// OSYields is a phase after the yields (not in a driven wait): that
-	// many calls that each, after a poll that found nothing, yield to this
-	// P's goroutines (Yield) and then the processor to any thread of the
-	// host (sched_yield(2)). The waiter keeps its processor only while no
-	// other thread is runnable: on a host with more ranks than processors
-	// an answer that comes within tens of µs finds it running instead of
-	// paying a blocked thread's wake-up, and the ranks it waits for still
-	// get the processor. Linux only; elsewhere just Yield.
+	// OSYields is a phase after the yields, before a block on a Bell or
+	// in a Blocker (or the parks): that many calls that each, after a
+	// poll that found nothing, yield to this P's goroutines (Yield) and
+	// then the processor to any thread of the host (sched_yield(2)). The
+	// waiter keeps its processor only while no other thread is runnable:
+	// on a host with more ranks than processors an answer that comes
+	// within tens of µs finds it running instead of paying a blocked
+	// thread's wake-up, and the ranks it waits for still get the
+	// processor. Linux only; elsewhere just Yield.
 	OSYields int
 }
 
@@ -183,6 +184,14 @@ func (b *Backoff) Idle() (parked bool) {
 			// phase does elsewhere.
 			if b.d.Poll() == 0 {
 				runtime.Gosched()
+			}
+			return b.n%checkEvery == 0
+		}
+		if b.blocker != nil && b.n <= b.s.Spins+b.s.Yields+b.s.OSYields {
+			// The same before a block in the provider's wait object.
+			if b.d.Poll() == 0 {
+				Yield()
+				osYield()
 			}
 			return b.n%checkEvery == 0
 		}

@@ -1,6 +1,7 @@
 package idle
 
 import (
+	"context"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -41,8 +42,27 @@ func TestBackoffOSYieldPhase(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		parked = append(parked, b.Idle())
 	}
-	assert.Equal(t, []bool{false, false, true, true}, parked, "driven: the spins, then PollWait")
+	assert.Equal(t, []bool{false, false, true, true}, parked, "driven, no Blocker: the spins, then PollWait")
+
+	// Driven with a Blocker: the spins, the yields and the OS yields poll,
+	// then it blocks in PollWait.
+	bl := &blocker{}
+	b = NewDrivenCtx(context.Background(), s, bl)
+	defer b.Stop()
+	parked = parked[:0]
+	for i := 0; i < 8; i++ {
+		parked = append(parked, b.Idle())
+	}
+	assert.Equal(t, []bool{false, false, false, false, false, false, true, true}, parked)
+	assert.Equal(t, 6, bl.polls)
+	assert.Len(t, bl.waits, 2)
 }
+
+// blocker is a driver whose PollWait blocks (an idle.Blocker).
+type blocker struct{ driver }
+
+func (*blocker) Blocks() bool { return true }
+func (*blocker) Kick()        {}
 
 func TestBackoffParksWhenIdle(t *testing.T) {
 	// An idle waiter must give the CPU back: 200 idles past the spin and
