@@ -89,9 +89,10 @@ func (c *Comm) LocalRanks() int { return c.local }
 // Oversubscribed reports whether this host runs more ranks than the
 // processors they may run on (the union of the host's ranks' affinity
 // sets: ranks bound to cores of their own are not oversubscribed, ranks
-// confined together to fewer processors are): waits then block at once
-// rather than spin, since a spinning rank takes the processor the rank it
-// waits for needs.
+// confined together to fewer processors are): waits then spin only
+// briefly and yield the processor to any runnable thread before they
+// block (OversubscribedIdle), since a spinning rank takes the processor
+// the rank it waits for needs.
 func (c *Comm) Oversubscribed() bool { return c.local > c.cpus }
 
 // defaultTransport is the provider of a Config without Transport: "auto"
