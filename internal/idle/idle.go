@@ -88,6 +88,11 @@ const (
 // (as if parked), so that a cancelled context ends even a long spin.
 const checkEvery = 256
 
+// osYieldCheckEvery is checkEvery for the OSYields phase, whose every call
+// may give the processor away for a scheduler's time slice (milliseconds
+// on a busy host).
+const osYieldCheckEvery = 8
+
 // Backoff is one wait in progress. Not safe for concurrent use; make one per
 // wait (it is a small value, no allocation until it blocks on a Bell).
 type Backoff struct {
@@ -193,7 +198,7 @@ func (b *Backoff) Idle() (parked bool) {
 				Yield()
 				osYield()
 			}
-			return b.n%checkEvery == 0
+			return b.n%osYieldCheckEvery == 0
 		}
 		if b.blocker == nil {
 			b.d.PollWait(b.s.MaxSleep)
@@ -229,7 +234,7 @@ func (b *Backoff) Idle() (parked bool) {
 			Yield()
 			osYield()
 		}
-		return b.n%checkEvery == 0
+		return b.n%osYieldCheckEvery == 0
 	}
 	if b.bell != nil {
 		return b.block()
