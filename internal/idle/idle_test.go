@@ -24,7 +24,8 @@ func TestBackoffPhases(t *testing.T) {
 
 func TestBackoffOSYieldPhase(t *testing.T) {
 	// Spins, then Yields, then OSYields calls return false (not parked),
-	// each polling first; then parks. A driven wait has no such phase.
+	// each polling first; then parks. A driven wait without a Blocker has
+	// no such phase.
 	polls := 0
 	s := Strategy{Spins: 2, Yields: 1, OSYields: 3, MinSleep: time.Microsecond, MaxSleep: time.Microsecond}
 	b := New(s)
