@@ -88,10 +88,11 @@ const (
 // (as if parked), so that a cancelled context ends even a long spin.
 const checkEvery = 256
 
-// osYieldCheckEvery is checkEvery for the OSYields phase, whose every call
-// may give the processor away for a scheduler's time slice (milliseconds
-// on a busy host).
-const osYieldCheckEvery = 8
+// slowCheckEvery is checkEvery for calls that each make a system call or
+// more: a driven wait's polls of a NIC (a fi_cq_read on tcp is several
+// µs, far more on a loaded host) and the OSYields phase, whose every call
+// may give the processor away for a scheduler's time slice.
+const slowCheckEvery = 8
 
 // Backoff is one wait in progress. Not safe for concurrent use; make one per
 // wait (it is a small value, no allocation until it blocks on a Bell).
@@ -182,7 +183,7 @@ func (b *Backoff) Idle() (parked bool) {
 	if b.d != nil {
 		if b.n <= b.s.Spins {
 			b.d.Poll()
-			return b.n%checkEvery == 0
+			return b.n%slowCheckEvery == 0
 		}
 		if b.blocker != nil && b.n <= b.s.Spins+b.s.Yields {
 			// Before a block that costs a wake-up, poll on as the yield
@@ -190,7 +191,7 @@ func (b *Backoff) Idle() (parked bool) {
 			if b.d.Poll() == 0 {
 				runtime.Gosched()
 			}
-			return b.n%checkEvery == 0
+			return b.n%slowCheckEvery == 0
 		}
 		if b.blocker != nil && b.n <= b.s.Spins+b.s.Yields+b.s.OSYields {
 			// The same before a block in the provider's wait object.
@@ -198,7 +199,7 @@ func (b *Backoff) Idle() (parked bool) {
 				Yield()
 				osYield()
 			}
-			return b.n%osYieldCheckEvery == 0
+			return b.n%slowCheckEvery == 0
 		}
 		if b.blocker == nil {
 			b.d.PollWait(b.s.MaxSleep)
@@ -234,7 +235,7 @@ func (b *Backoff) Idle() (parked bool) {
 			Yield()
 			osYield()
 		}
-		return b.n%osYieldCheckEvery == 0
+		return b.n%slowCheckEvery == 0
 	}
 	if b.bell != nil {
 		return b.block()

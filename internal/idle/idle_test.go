@@ -37,11 +37,11 @@ func TestBackoffOSYieldPhase(t *testing.T) {
 	assert.Equal(t, []bool{false, false, false, false, false, false, true, true}, parked)
 	assert.Equal(t, 6, polls, "every call of the three phases polls")
 
-	// The OS-yield phase reports every osYieldCheckEvery calls, so that
+	// The OS-yield phase reports every slowCheckEvery calls, so that
 	// its caller sees a deadline even if each yield takes a time slice.
-	b = New(Strategy{OSYields: 3 * osYieldCheckEvery, MinSleep: time.Microsecond, MaxSleep: time.Microsecond})
+	b = New(Strategy{OSYields: 3 * slowCheckEvery, MinSleep: time.Microsecond, MaxSleep: time.Microsecond})
 	reports := 0
-	for range 3 * osYieldCheckEvery {
+	for range 3 * slowCheckEvery {
 		if b.Idle() {
 			reports++
 		}
