@@ -78,10 +78,11 @@ const (
 )
 
 // IdleStrategy paces waits: Spins busy iterations, then Yields
-// runtime.Gosched calls, then a block in the provider (shm: the signal
-// doorbell's futex; ofi: the completion queue's wait) or, where there is
-// none, sleeps doubling from MinSleep to MaxSleep (an Aeron-style backoff
-// idle strategy).
+// runtime.Gosched calls, then OSYields calls that give the processor to
+// any runnable thread (sched_yield(2); OversubscribedIdle), then a block
+// in the provider (shm: the signal doorbell's futex; ofi: the completion
+// queue's wait) or, where there is none, sleeps doubling from MinSleep to
+// MaxSleep (an Aeron-style backoff idle strategy).
 type IdleStrategy = idle.Strategy
 
 // DefaultIdle spins 256 times and yields 1024 times (about 100 to 200 µs
