@@ -169,7 +169,8 @@ func (b *Backoff) SpinWith(poll func() int) { b.spin = poll }
 
 // Idle pauses once, longer the more often it was called. It reports whether
 // it parked (slept, blocked in the Driver's PollWait or on the Bell), or
-// reached a multiple of 256 calls while spinning, which callers use to
+// reached a multiple of 256 calls while spinning (of 8 where each call
+// makes a system call: a driven poll, an OS yield), which callers use to
 // check deadlines and cancellation only off the hot spinning path: a
 // caller's deadline is overstayed by at most one park (s.MaxSleep, a
 // Driver's rounding of it, or a Bell's block, which ends at ctx's
