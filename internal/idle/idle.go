@@ -197,8 +197,7 @@ func (b *Backoff) Idle() (parked bool) {
 		if b.blocker != nil && b.n <= b.s.Spins+b.s.Yields+b.s.OSYields {
 			// The same before a block in the provider's wait object.
 			if b.d.Poll() == 0 {
-				Yield()
-				osYield()
+				yieldHost()
 			}
 			return b.n%slowCheckEvery == 0
 		}
@@ -233,8 +232,7 @@ func (b *Backoff) Idle() (parked bool) {
 		return b.n%checkEvery == 0
 	case b.n <= b.s.Spins+b.s.Yields+b.s.OSYields:
 		if b.spin == nil || b.spin() == 0 {
-			Yield()
-			osYield()
+			yieldHost()
 		}
 		return b.n%slowCheckEvery == 0
 	}
@@ -249,6 +247,13 @@ func (b *Backoff) Idle() (parked bool) {
 		}
 	}
 	return true
+}
+
+// yieldHost is one call of the OSYields phase: this P's goroutines run,
+// then any runnable thread of the host.
+func yieldHost() {
+	Yield()
+	osYield()
 }
 
 // yield gives the processor away once, as the strategy says.
