@@ -28,7 +28,10 @@
 #   6. copy: what copy kernels move between GPUs 0 and 1, pushing and
 #      pulling, one way and both ways, against cudaMemcpyPeer
 #      (bench/nvlink/copybw.cu, built here with nvcc; skipped, named, where
-#      there is no nvcc), at the normal dispatch's bytes;
+#      there is no nvcc), at the normal dispatch's bytes; then all-to-alls
+#      of copy kernels on each COUNT, pushing and pulling with several
+#      load forms, at the low-latency and the normal dispatch's bytes per
+#      pair (bench/nvlink/a2a.cu);
 #   7. anchor: NCCL all_to_all_single (PyTorch) on COUNT GPUs of the same
 #      bytes per peer pair as step 4 moved on COUNT, and of the issue's
 #      4096x7168 and 128x7168, for each COUNT; then the copy engines'
@@ -100,6 +103,14 @@ if has copy; then
     cb=$(mktemp -d)/copybw
     step copy-build 120 nvcc -arch=sm_90 -O3 -o "$cb" bench/nvlink/copybw.cu
     [ -x "$cb" ] && step copy 60 "$cb" 58720256
+    ab=$(dirname "$cb")/a2a
+    step a2a-build 120 nvcc -arch=sm_90 -O3 -o "$ab" bench/nvlink/a2a.cu
+    for n in $counts; do
+      fits "$n" || continue
+      # bytes per pair: the low-latency dispatch's on 4 GPUs (about 116 of
+      # 128 rows of 14336 B), and the 4096-token normal dispatch's on 4
+      [ -x "$ab" ] && step "a2a-${n}gpu" 60 "$ab" "$n" 1658880 53125120
+    done
   else
     echo "== copy: skipped, no nvcc on this machine"
   fi
@@ -138,6 +149,12 @@ if [ -f "$logs/copy.log" ]; then
   echo "-- copy kernels between GPUs 0 and 1 (bench/nvlink/copybw.cu)"
   cat "$logs/copy.log"
 fi
+for f in "$logs"/a2a-*gpu.log; do
+  [ -f "$f" ] || continue
+  echo
+  echo "-- copy kernels' all-to-all ($(basename "$f" .log), bench/nvlink/a2a.cu)"
+  cat "$f"
+done
 for n in $counts; do
   dl="$logs/deepep-${n}gpu.log" al="$logs/anchor-${n}gpu.log"
   [ -f "$dl" ] || [ -f "$al" ] || continue

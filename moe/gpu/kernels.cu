@@ -865,7 +865,8 @@ __device__ __forceinline__ int slicesPerToken(int T, int hidden, int nw) {
   return max(1, min(nw / max(T, 1), hidden / 64));
 }
 
-// Per-warp source slots of reduceRow (1024 threads: 32 warps).
+// Per-warp source slots of reduceRow, for blocks of up to 1024 threads
+// (moe_ll_combine's; moe_combine runs 512).
 struct ReduceSlots {
   const u16* src[32][32];
   float w[32][32];
@@ -882,7 +883,7 @@ struct ReduceSlots {
 // putting over NVLink slowed the puts 2-4x). A rank's recv.X is next
 // written by the next dispatch, which starts after every rank's next
 // layout, so after every rank's combine is done reading.
-extern "C" __global__ void __launch_bounds__(1024, 1)
+extern "C" __global__ void __launch_bounds__(512, 2)
     moe_combine(const __grid_constant__ DevComm comm, const __grid_constant__ Args a, int T, u64 round, u16* out) {
   const int n = (int)a.n, me = (int)a.rank, H = (int)a.hidden;
   const int parity = (int)(round & 1);
@@ -902,8 +903,8 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
   __shared__ ReduceSlots slots;
   const char* lb = local(a);
   // Items go round the blocks first, so that with fewer items than warps
-  // every SM still pulls (4096 tokens on 132 x 32 warps: 128 blocks
-  // pulling and 4 idle, block-major).
+  // every SM still pulls (4096 tokens on 264 x 16 warps: every block has
+  // 15 or 16 warps pulling).
   const int gw = warp() * gridDim.x + blockIdx.x, nw = gridDim.x * warps();
   const int S = slicesPerToken(T, H, nw);
   for (int it = gw; it < T * S; it += nw) {

@@ -119,7 +119,8 @@ func (h *Handle) Combine(out cuda.DevicePtr) error {
 		return fmt.Errorf("gpumoe: %s: null output: %w", name, moe.ErrBadArgument)
 	}
 	h.st = idle
-	return h.launchOverlapped(kCombine, h.blocks, h.p.combineShared(), h.g.DevComm(), h.args, int32(h.tokens), h.round, out)
+	return h.launchOverlappedBlocks(kCombine, combinePerSM*h.blocks, combineThreads, h.p.combineShared(), h.g.DevComm(),
+		h.args, int32(h.tokens), h.round, out)
 }
 
 // Expert is a stand-in for the experts' grouped GEMM in tests and
