@@ -45,11 +45,19 @@ const (
 	// peer's destination; pipelined in Config.Piece puts. The data of a
 	// ring in 2 steps instead of 2(n-1), n-1 messages at once per rank.
 	TwoShot
+	// Hierarchical: a OneShot in three steps for ranks in groups (one
+	// group per host, Config.HostRanks): each rank puts its data into its
+	// group leader's scratch, the leaders exchange their groups'
+	// reductions, and each leader puts the result into its members'
+	// destinations. Three latencies, two of them within a host, and one
+	// message per pair of leaders across hosts instead of one per pair of
+	// ranks (NCCL's and MPI's hierarchical reductions).
+	Hierarchical
 )
 
 // String is the algorithm's name as the examples print it ("twoshot").
 func (a Algorithm) String() string {
-	return [...]string{"local", "oneshot", "ring", "direct", "chain", "twoshot", "?"}[min(int(a), 6)]
+	return [...]string{"local", "oneshot", "ring", "direct", "chain", "twoshot", "hierarchical", "?"}[min(int(a), 7)]
 }
 
 // Algorithm is the algorithm a call of collective k with count elements
@@ -71,6 +79,8 @@ func (c *Comm) choose(k Collective, bytes int) Algorithm {
 	switch k {
 	case AllReduceOp, ReduceScatterOp:
 		switch {
+		case small && fits && k == AllReduceOp && c.group > 0:
+			return Hierarchical
 		case small && fits:
 			return OneShot
 		case c.n <= c.cfg.RingRanks:

@@ -13,8 +13,10 @@ import (
 // it. Float results are rounded differently from a sequential sum, as in
 // NCCL.
 //
-// Algorithm (Comm.Algorithm): OneShot up to Config.OneShotMax bytes;
-// above, TwoShot on up to Config.RingRanks ranks, Ring on more. In place,
+// Algorithm (Comm.Algorithm): OneShot up to Config.OneShotMax bytes
+// (Hierarchical where the ranks span hosts, several on each: see
+// Config.HostRanks); above, TwoShot on up to Config.RingRanks ranks, Ring
+// on more. In place,
 // a peer overwrites a part of dst only once it holds this rank's
 // contribution to it, which this rank has then read. Collective; see Comm
 // for the caller's duties. count 0 returns at once.
@@ -41,6 +43,8 @@ func (c *Comm) AllReduce(ctx context.Context, dst, src Buffer, count int, dt Dat
 		copy(dst.bytes(n), src.bytes(n))
 	case OneShot:
 		err = c.allReduceOneShot(ctx, dst, src, count, dt, op)
+	case Hierarchical:
+		err = c.allReduceHierarchical(ctx, dst, src, count, dt, op)
 	default:
 		err = c.reduceSlices(ctx, alg, &reducePlan{dt: dt, op: op, src: src, dst: dst, allReduce: true, gather: true}, count)
 	}
@@ -61,6 +65,65 @@ func (c *Comm) allReduceOneShot(ctx context.Context, dst, src Buffer, count int,
 		}
 	}
 	return c.reduceSlots(ctx, dst.bytes(b), at, b, dt, op)
+}
+
+// allReduceHierarchical: each rank copies its data into its own slot of
+// the epoch's scratch half and puts it into the same slot at its group's
+// leader (the group's first rank). A leader reduces its group's slots in
+// rank order into its own slot, puts that into the same slot at every
+// other leader, reduces the leaders' slots in group order into dst and
+// puts dst into each member's dst. Every rank thus gets the leaders'
+// result, bit-identical. A leader writes a member's dst only after the
+// member's data came (in place, the member read it before); a member's
+// end waits for its leader's result, which holds every rank's start, as
+// the scratch halves need (Comm.begin).
+func (c *Comm) allReduceHierarchical(ctx context.Context, dst, src Buffer, count int, dt DataType, op Op) error {
+	b := count * dt.Size()
+	h := c.begin()
+	at := func(r int) int { return h + r*b }
+	k := c.messages(b)
+	lead := c.me - c.me%c.group
+	copy(c.scratchBytes(at(c.me), b), src.bytes(b))
+	if c.me != lead {
+		if err := c.put(lead, c.scratch, at(c.me), c.scratch, at(c.me), b); err != nil {
+			return err
+		}
+		return c.await(ctx, lead, k)
+	}
+	mine := c.scratchBytes(at(c.me), b)
+	for r := lead + 1; r < lead+c.group; r++ {
+		if err := c.await(ctx, r, k); err != nil {
+			return err
+		}
+		reduce(dt, op, mine, mine, c.scratchBytes(at(r), b))
+	}
+	for l := 0; l < c.n; l += c.group {
+		if l != c.me {
+			if err := c.put(l, c.scratch, at(c.me), c.scratch, at(c.me), b); err != nil {
+				return err
+			}
+		}
+	}
+	out := dst.bytes(b)
+	for l := 0; l < c.n; l += c.group {
+		if l != c.me {
+			if err := c.await(ctx, l, k); err != nil {
+				return err
+			}
+		}
+		switch {
+		case l == c.group:
+			reduce(dt, op, out, c.scratchBytes(at(0), b), c.scratchBytes(at(l), b))
+		case l > c.group:
+			reduce(dt, op, out, out, c.scratchBytes(at(l), b))
+		}
+	}
+	for r := lead + 1; r < lead+c.group; r++ {
+		if err := c.put(r, dst.Window, dst.Offset, dst.Window, dst.Offset, b); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // reduceSlots waits for each peer's slot of b bytes at at(r) and reduces

@@ -23,6 +23,7 @@ var configs = []struct {
 	{"large", collective.Config{OneShotMax: -1}},
 	{"sliced", collective.Config{OneShotMax: -1, Scratch: 4096, Piece: 256}},
 	{"ring", collective.Config{OneShotMax: -1, RingRanks: -1, Scratch: 8192, Piece: 512}},
+	{"groups", collective.Config{HostRanks: 2}},
 }
 
 // rankCounts are the rank counts of the goroutine tests.
@@ -116,6 +117,35 @@ func TestAllReduce(t *testing.T) {
 				checkSame(t, digests)
 			})
 		}
+	}
+}
+
+// Small all-reduces go by Hierarchical where Config.HostRanks splits the
+// ranks into groups of two or more, and by OneShot otherwise: on one host
+// by default (the LSA team is every rank), with groups that do not divide
+// the ranks, with one group, or with groups of one.
+func TestAllReduceAlgorithmGroups(t *testing.T) {
+	for _, tc := range []struct {
+		n, hostRanks int
+		want         collective.Algorithm
+	}{
+		{4, 0, collective.OneShot},
+		{4, 2, collective.Hierarchical},
+		{8, 4, collective.Hierarchical},
+		{8, 2, collective.Hierarchical},
+		{6, 4, collective.OneShot},
+		{4, 4, collective.OneShot},
+		{4, 1, collective.OneShot},
+		{4, -1, collective.OneShot},
+	} {
+		t.Run(fmt.Sprintf("n=%d/hostranks=%d", tc.n, tc.hostRanks), func(t *testing.T) {
+			j := newJob(t, tc.n, collective.Config{HostRanks: tc.hostRanks})
+			for r, c := range j.colls {
+				require.Equal(t, tc.want, c.Algorithm(collective.AllReduceOp, 16, collective.Float32), "rank %d", r)
+				require.Equal(t, collective.TwoShot, c.Algorithm(collective.AllReduceOp, 1<<20, collective.Float32), "rank %d, 4 MiB", r)
+				require.Equal(t, collective.OneShot, c.Algorithm(collective.ReduceScatterOp, 16, collective.Float32), "rank %d, reduce-scatter", r)
+			}
+		})
 	}
 }
 

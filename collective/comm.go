@@ -50,6 +50,12 @@ type Config struct {
 	// is gin's WaitSignal with gin.Config.Idle; OSYield for ranks that
 	// share cores.
 	Pacing barrier.Pacing
+	// HostRanks is the size of the rank groups (consecutive world ranks)
+	// a small AllReduce gathers in first, for the Hierarchical algorithm;
+	// default the gin.Comm's LSA team size (the ranks of one host, as
+	// NCCL's LSA team); negative: never. It applies when it splits the
+	// Comm into at least two groups of at least two ranks.
+	HostRanks int
 }
 
 // Requirement is the number of signals a Comm over nRanks ranks needs
@@ -76,6 +82,7 @@ type Comm struct {
 	scratch *gin.Window // two halves of cfg.Scratch bytes
 	maxPut  int         // bytes per message, a multiple of 64
 	inline  bool        // the provider completes puts inside Post: no Flush needed
+	group   int         // ranks per group of Hierarchical; 0: not used
 
 	mu    sync.Mutex
 	seq   uint64   // epochs begun; epoch k uses scratch half k%2
@@ -135,7 +142,21 @@ func New(ctx context.Context, g *gin.Comm, cfg Config) (*Comm, error) {
 		return nil, fmt.Errorf("collective: scratch window: %w", err)
 	}
 	return &Comm{g: g, x: x, cfg: cfg, n: n, me: g.Rank(), world: g.World(), scratch: win, maxPut: maxPut, inline: g.Capabilities().Inline,
-		recvd: make([]uint64, n), left: make([]int, 0, n)}, nil
+		group: groupSize(cfg.HostRanks, g.LSA().NRanks, n), recvd: make([]uint64, n), left: make([]int, 0, n)}, nil
+}
+
+// groupSize is the group size Hierarchical works with: hostRanks (the
+// LSA team size lsa when 0) where that splits n ranks into equal groups,
+// at least two of at least two ranks each; else 0.
+func groupSize(hostRanks, lsa, n int) int {
+	g := hostRanks
+	if g == 0 {
+		g = lsa
+	}
+	if g < 2 || g >= n || n%g != 0 {
+		return 0
+	}
+	return g
 }
 
 // Rank is this rank's index, 0 <= Rank < Size.

@@ -55,7 +55,8 @@
 // # Algorithms
 //
 // Messages up to Config.OneShotMax bytes (per rank, or per pair) go in one
-// step through scratch (OneShot); larger ones by TwoShot or Ring
+// step through scratch (OneShot; an AllReduce whose ranks span hosts, with
+// several on each, in three: Hierarchical); larger ones by TwoShot or Ring
 // (AllReduce, ReduceScatter: 2(n-1)/n of the data per rank, in 2 steps or
 // around a ring, pipelined in Config.Piece puts), Direct (AllGather,
 // AllToAll, AllToAllV: straight into the peers' destinations after an

@@ -14,14 +14,15 @@ import (
 // with no barrier between calls: ranks run at different speeds (one
 // yields often between calls, so the others run ahead as far as the
 // protocol lets them), every call's data differs, algorithms alternate
-// (one-shot, ring, direct, chain), and every result is checked. A rank
+// (one-shot, hierarchical on 4 and 6 ranks in groups of 2, ring, direct,
+// chain), and every result is checked. A rank
 // that overwrote a buffer its owner still used would corrupt a result.
 func TestSuccessiveCalls(t *testing.T) {
 	iters := testutils.Scale(300, 40)
-	for _, n := range []int{2, 3, 4} {
+	for _, n := range []int{2, 3, 4, 6} {
 		t.Run(fmt.Sprintf("n=%d", n), func(t *testing.T) {
 			// Small scratch and pieces: rings take many slices.
-			j := newJob(t, n, collective.Config{Scratch: 8 << 10, Piece: 512, OneShotMax: 1 << 10})
+			j := newJob(t, n, collective.Config{Scratch: 8 << 10, Piece: 512, OneShotMax: 1 << 10, HostRanks: 2})
 			const small, large = 61, 4099 // elements: one-shot and ring/direct/chain
 			wins := j.windows(2 * n * large * 8)
 			j.ranks(func(r int) error {
