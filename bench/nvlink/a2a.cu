@@ -101,6 +101,80 @@ __global__ void __launch_bounds__(1024) a2a(Ptrs peerSrc, Ptrs peerDst, const ui
   if (threadIdx.x == 0) atomicMax(&times[1], gtime());
 }
 
+// a2aTMA pulls with the Tensor Memory Accelerator: block b takes a slice
+// of one peer's chunk and thread 0 streams it through NS shared-memory
+// stages of CH bytes, a bulk load from the peer (cp.async.bulk, completing
+// on the stage's mbarrier), then a bulk store into the local destination.
+template <int NS, int CH>
+__global__ void __launch_bounds__(128) a2aTMA(Ptrs peerSrc, Ptrs peerDst, const uint4* __restrict__ mySrc, uint4* __restrict__ myDst,
+                                              int me, int n, u64 nv, const volatile int* gate, int round, u64* times) {
+  extern __shared__ __align__(128) unsigned char sm[];
+  __shared__ __align__(8) u64 bar[NS];
+  if (threadIdx.x == 0) {
+    volatile u64* open = times + 2;
+    if (blockIdx.x == 0) {
+      while (*gate != round) {
+      }
+      *open = round;
+    } else {
+      while (*open != (u64)round) {
+      }
+    }
+    atomicMin(&times[0], gtime());
+  }
+  __syncthreads();
+  const int per = gridDim.x / (n - 1);
+  if (threadIdx.x == 0 && (int)blockIdx.x < per * (n - 1)) {
+    const int q = (me + 1 + (int)blockIdx.x % (n - 1)) % n, sl = (int)blockIdx.x / (n - 1);
+    const u64 bytes = nv * 16, o0 = (bytes * sl / per) & ~15ull, o1 = (bytes * (sl + 1) / per) & ~15ull;
+    const char* src = reinterpret_cast<const char*>(peerSrc.p[q] + (u64)me * nv) + o0;
+    char* dst = reinterpret_cast<char*>(myDst + (u64)q * nv) + o0;
+    const u64 len = o1 - o0;
+    const int nch = (int)((len + CH - 1) / CH);
+    for (int s2 = 0; s2 < NS; s2++) {
+      unsigned a = (unsigned)__cvta_generic_to_shared(&bar[s2]);
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(a));
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    auto load = [&](int i) {
+      const int st = i % NS;
+      const unsigned sz = (unsigned)min((u64)CH, len - (u64)i * CH);
+      unsigned a = (unsigned)__cvta_generic_to_shared(&bar[st]);
+      unsigned d = (unsigned)__cvta_generic_to_shared(sm + st * CH);
+      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(a), "r"(sz) : "memory");
+      asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(d),
+                   "l"(src + (u64)i * CH), "r"(sz), "r"(a)
+                   : "memory");
+    };
+    for (int i = 0; i < NS && i < nch; i++) load(i);
+    for (int i = 0; i < nch; i++) {
+      const int st = i % NS;
+      const unsigned par = (unsigned)((i / NS) & 1);
+      unsigned a = (unsigned)__cvta_generic_to_shared(&bar[st]);
+      unsigned done = 0;
+      while (!done)
+        asm volatile(
+            "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+            : "=r"(done)
+            : "r"(a), "r"(par)
+            : "memory");
+      const unsigned sz = (unsigned)min((u64)CH, len - (u64)i * CH);
+      unsigned sp = (unsigned)__cvta_generic_to_shared(sm + st * CH);
+      asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst + (u64)i * CH), "r"(sp), "r"(sz)
+                   : "memory");
+      asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+      if (i + NS < nch) {
+        asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+        load(i + NS);
+      }
+    }
+    asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+  }
+  __threadfence_system();
+  __syncthreads();
+  if (threadIdx.x == 0) atomicMax(&times[1], gtime());
+}
+
 int main(int argc, char** argv) {
   int n = argc > 1 ? atoi(argv[1]) : 4;
   std::vector<u64> sizes;
@@ -134,7 +208,7 @@ int main(int argc, char** argv) {
   }
   int round = 0;
   typedef void (*K)(Ptrs, Ptrs, const uint4*, uint4*, int, int, u64, const volatile int*, int, u64*);
-  struct V { const char* name; K k; int threads, blocksPerSM; };
+  struct V { const char* name; K k; int threads, blocksPerSM; int smem = 0; };
   std::vector<V> vs = {
       {"push U4", a2a<4, LdPlain, false>, 1024, 1},
       {"push U4 2x512", a2a<4, LdPlain, false>, 512, 2},
@@ -148,7 +222,18 @@ int main(int argc, char** argv) {
       {"pull U4 relaxed.sys", a2a<4, LdRelaxedSys, true>, 1024, 1},
       {"pull U4 cg", a2a<4, LdCG, true>, 1024, 1},
       {"pull U8 noalloc", a2a<8, LdNoAlloc, true>, 1024, 1},
+      {"pull TMA 4x16K", a2aTMA<4, 16384>, 128, 1, 4 * 16384},
+      {"pull TMA 8x16K", a2aTMA<8, 16384>, 128, 1, 8 * 16384},
+      {"pull TMA 4x32K", a2aTMA<4, 32768>, 128, 1, 4 * 32768},
+      {"pull TMA 2x8K 2/SM", a2aTMA<2, 8192>, 128, 2, 2 * 8192},
+      {"pull TMA 4x4K", a2aTMA<4, 4096>, 128, 1, 4 * 4096},
   };
+  for (auto& x : vs)
+    if (x.smem > 0)
+      for (int g = 0; g < n; g++) {
+        CK(cudaSetDevice(g));
+        CK(cudaFuncSetAttribute(x.k, cudaFuncAttributeMaxDynamicSharedMemorySize, x.smem));
+      }
   printf("%d GPUs, %d SMs\n", n, sms);
   for (u64 B : sizes) {
     u64 nv = B / 16;
@@ -162,7 +247,7 @@ int main(int argc, char** argv) {
           CK(cudaSetDevice(g));
           u64 init[2] = {~0ull, 0};
           CK(cudaMemcpy(times[g], init, 16, cudaMemcpyHostToDevice));
-          x.k<<<sms * x.blocksPerSM, x.threads, 0, st[g]>>>(src, dst, src.p[g], dst.p[g], g, n, nv, gate, round, times[g]);
+          x.k<<<sms * x.blocksPerSM, x.threads, x.smem, st[g]>>>(src, dst, src.p[g], dst.p[g], g, n, nv, gate, round, times[g]);
         }
         __atomic_store_n(gate, round, __ATOMIC_SEQ_CST);
         float worst = 0;
