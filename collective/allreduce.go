@@ -16,9 +16,8 @@ import (
 // Algorithm (Comm.Algorithm): OneShot up to Config.OneShotMax bytes
 // (Hierarchical where the ranks span hosts, several on each: see
 // Config.HostRanks); above, TwoShot on up to Config.RingRanks ranks, Ring
-// on more. In place,
-// a peer overwrites a part of dst only once it holds this rank's
-// contribution to it, which this rank has then read. Collective; see Comm
+// on more. In place, a peer overwrites a part of dst only once it holds
+// this rank's contribution to it, which this rank has then read. Collective; see Comm
 // for the caller's duties. count 0 returns at once.
 //
 // Errors: ErrBadArgument (also gin.ErrOutOfBounds) for bad arguments,

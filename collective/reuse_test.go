@@ -15,8 +15,8 @@ import (
 // yields often between calls, so the others run ahead as far as the
 // protocol lets them), every call's data differs, algorithms alternate
 // (one-shot, hierarchical on 4 and 6 ranks in groups of 2, ring, direct,
-// chain), and every result is checked. A rank
-// that overwrote a buffer its owner still used would corrupt a result.
+// chain), and every result is checked. A rank that overwrote a buffer its
+// owner still used would corrupt a result.
 func TestSuccessiveCalls(t *testing.T) {
 	iters := testutils.Scale(300, 40)
 	for _, n := range []int{2, 3, 4, 6} {
