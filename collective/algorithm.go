@@ -46,12 +46,13 @@ const (
 	// ring in 2 steps instead of 2(n-1), n-1 messages at once per rank.
 	TwoShot
 	// Hierarchical: a OneShot in three steps for ranks in groups (one
-	// group per host, Config.HostRanks): each rank puts its data into its
-	// group leader's scratch, the leaders exchange their groups'
-	// reductions, and each leader puts the result into its members'
+	// group per host, Config.HostRanks), for AllReduce and AllGather:
+	// each rank puts its data into its group leader's scratch, the
+	// leaders exchange their groups' reductions (AllGather: their groups'
+	// blocks), and each leader puts the result into its members'
 	// destinations. Three latencies, two of them within a host, and one
 	// message per pair of leaders across hosts instead of one per pair of
-	// ranks (NCCL's and MPI's hierarchical reductions).
+	// ranks (NCCL's and MPI's hierarchical collectives).
 	Hierarchical
 )
 
@@ -95,7 +96,10 @@ func (c *Comm) choose(k Collective, bytes int) Algorithm {
 	case AllToAllVOp:
 		return Direct
 	default: // AllGather, AllToAll
-		if small && fits {
+		switch {
+		case small && fits && k == AllGatherOp && c.group > 0:
+			return Hierarchical
+		case small && fits:
 			return OneShot
 		}
 		return Direct

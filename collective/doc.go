@@ -55,12 +55,12 @@
 // # Algorithms
 //
 // Messages up to Config.OneShotMax bytes (per rank, or per pair) go in one
-// step through scratch (OneShot; an AllReduce whose ranks span hosts, with
-// several on each, in three: Hierarchical); larger ones by TwoShot or Ring
-// (AllReduce, ReduceScatter: 2(n-1)/n of the data per rank, in 2 steps or
-// around a ring, pipelined in Config.Piece puts), Direct (AllGather,
-// AllToAll, AllToAllV: straight into the peers' destinations after an
-// "entered" handshake) or Chain (Broadcast).
+// step through scratch (OneShot; an AllReduce or AllGather whose ranks
+// span hosts, with several on each, in three: Hierarchical); larger ones
+// by TwoShot or Ring (AllReduce, ReduceScatter: 2(n-1)/n of the data per
+// rank, in 2 steps or around a ring, pipelined in Config.Piece puts),
+// Direct (AllGather, AllToAll, AllToAllV: straight into the peers'
+// destinations after an "entered" handshake) or Chain (Broadcast).
 // Comm.Algorithm tells which a call takes. Waits serve peers in arrival
 // order where the algorithm allows, and pace themselves by Config.Pacing:
 // ranks that share cores must yield (barrier.Pacing).

@@ -17,11 +17,12 @@ import (
 	"github.com/rdmactor/rdmactor/transport/rdma/hybrid"
 )
 
-// A small all-reduce over ranks on two hosts, several on each, goes by
-// collective.Hierarchical without being asked (the groups are the LSA
-// teams): shm to each host's leader, ofi between the leaders, shm back.
-// Every rank gets the exact sums, call after call, in place or not.
-func TestHierarchicalAllReduce(t *testing.T) {
+// A small all-reduce or all-gather over ranks on two hosts, several on
+// each, goes by collective.Hierarchical without being asked (the groups
+// are the LSA teams): shm to each host's leader, ofi between the leaders,
+// shm back. Every rank gets the exact sums and blocks, call after call,
+// in place or not.
+func TestHierarchicalCollectives(t *testing.T) {
 	useTCP(t)
 	for _, hosts := range [][]string{{"A", "A", "B", "B"}, {"A", "A", "A", "B", "B", "B"}} {
 		t.Run(strings.Join(hosts, ""), func(t *testing.T) {
@@ -41,14 +42,16 @@ func TestHierarchicalAllReduce(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				if alg := c.Algorithm(collective.AllReduceOp, count, collective.Int64); alg != collective.Hierarchical {
-					return fmt.Errorf("algorithm %v, want hierarchical", alg)
+				for _, k := range []collective.Collective{collective.AllReduceOp, collective.AllGatherOp} {
+					if alg := c.Algorithm(k, count, collective.Int64); alg != collective.Hierarchical {
+						return fmt.Errorf("%v: algorithm %v, want hierarchical", k, alg)
+					}
 				}
-				w, err := comms[r].RegisterWindow(ctx, 2*8*count, 0)
+				w, err := comms[r].RegisterWindow(ctx, (n+2)*8*count, 0)
 				if err != nil {
 					return err
 				}
-				v, err := collective.Elements[int64](w, 0, 2*count)
+				v, err := collective.Elements[int64](w, 0, (n+2)*count)
 				if err != nil {
 					return err
 				}
@@ -64,6 +67,26 @@ func TestHierarchicalAllReduce(t *testing.T) {
 						want := int64(1000*n*(n-1)/2 + n*(i+k))
 						if got := v[dst/8+i]; got != want {
 							return fmt.Errorf("call %d: element %d is %d, want %d", k, i, got, want)
+						}
+					}
+					// All-gather of this rank's count elements into
+					// [n][count] after the two blocks above; odd calls in
+					// place (the source is this rank's block).
+					gather, src := 2*count, 0
+					if k%2 == 1 {
+						src = gather + r*count
+					}
+					for i := range count {
+						v[src+i] = int64(1000*r + i + k)
+					}
+					if err := c.AllGather(ctx, collective.At(w, 8*gather), collective.At(w, 8*src), count, collective.Int64); err != nil {
+						return fmt.Errorf("all-gather %d: %w", k, err)
+					}
+					for q := range n {
+						for i := range count {
+							if got, want := v[gather+q*count+i], int64(1000*q+i+k); got != want {
+								return fmt.Errorf("all-gather %d: block %d element %d is %d, want %d", k, q, i, got, want)
+							}
 						}
 					}
 				}
