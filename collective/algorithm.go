@@ -52,7 +52,8 @@ const (
 	// blocks), and each leader puts the result into its members'
 	// destinations. Three latencies, two of them within a host, and one
 	// message per pair of leaders across hosts instead of one per pair of
-	// ranks (NCCL's and MPI's hierarchical collectives).
+	// ranks (NCCL's and MPI's hierarchical collectives). Broadcast: Direct
+	// through one forwarder per group.
 	Hierarchical
 )
 
@@ -89,7 +90,10 @@ func (c *Comm) choose(k Collective, bytes int) Algorithm {
 		}
 		return Ring
 	case BroadcastOp:
-		if small || c.n == 2 {
+		switch {
+		case small && c.group > 0:
+			return Hierarchical
+		case small || c.n == 2:
 			return Direct
 		}
 		return Chain

@@ -120,11 +120,11 @@ func TestAllReduce(t *testing.T) {
 	}
 }
 
-// Small all-reduces and all-gathers go by Hierarchical where
+// Small all-reduces, all-gathers and broadcasts go by Hierarchical where
 // Config.HostRanks splits the ranks into groups of two or more, and by
-// OneShot otherwise: on one host by default (the LSA team is every rank),
-// with groups that do not divide the ranks, with one group, or with groups
-// of one. The other collectives keep theirs.
+// OneShot (Direct) otherwise: on one host by default (the LSA team is
+// every rank), with groups that do not divide the ranks, with one group,
+// or with groups of one. The other collectives keep theirs.
 func TestAllReduceAlgorithmGroups(t *testing.T) {
 	for _, tc := range []struct {
 		n, hostRanks int
@@ -145,6 +145,11 @@ func TestAllReduceAlgorithmGroups(t *testing.T) {
 				require.Equal(t, tc.want, c.Algorithm(collective.AllReduceOp, 16, collective.Float32), "rank %d", r)
 				require.Equal(t, tc.want, c.Algorithm(collective.AllGatherOp, 16, collective.Float32), "rank %d, all-gather", r)
 				require.Equal(t, collective.OneShot, c.Algorithm(collective.AllToAllOp, 16, collective.Float32), "rank %d, all-to-all", r)
+				bcast := collective.Direct
+				if tc.want == collective.Hierarchical {
+					bcast = collective.Hierarchical
+				}
+				require.Equal(t, bcast, c.Algorithm(collective.BroadcastOp, 16, collective.Float32), "rank %d, broadcast", r)
 				require.Equal(t, collective.TwoShot, c.Algorithm(collective.AllReduceOp, 1<<20, collective.Float32), "rank %d, 4 MiB", r)
 				require.Equal(t, collective.OneShot, c.Algorithm(collective.ReduceScatterOp, 16, collective.Float32), "rank %d, reduce-scatter", r)
 			}

@@ -12,9 +12,10 @@ import (
 // Every non-root first tells the root it entered, and the root starts
 // only when all have, so no rank writes into a destination still in use.
 // Algorithm: Direct (the root puts into every peer's dst, in rotated
-// order) up to Config.OneShotMax bytes or on 2 ranks, Chain (root, root+1,
-// ..., each rank forwarding Config.Piece pieces as they land, so every
-// rank copies the message once) above. Errors as AllReduce, and
+// order) up to Config.OneShotMax bytes or on 2 ranks (Hierarchical where
+// the ranks span hosts, several on each: see Config.HostRanks), Chain
+// (root, root+1, ..., each rank forwarding Config.Piece pieces as they
+// land, so every rank copies the message once) above. Errors as AllReduce, and
 // ErrBadArgument for a root outside 0..Size()-1.
 func (c *Comm) Broadcast(ctx context.Context, dst, src Buffer, count int, dt DataType, root int) error {
 	const name = "broadcast"
@@ -39,6 +40,8 @@ func (c *Comm) Broadcast(ctx context.Context, dst, src Buffer, count int, dt Dat
 	var err error
 	switch alg := c.choose(BroadcastOp, b); {
 	case alg == Local:
+	case alg == Hierarchical:
+		err = c.broadcastHierarchical(ctx, dst, b, root)
 	case c.me != root:
 		c.begin()
 		if err = c.notify(root); err == nil {
@@ -54,6 +57,70 @@ func (c *Comm) Broadcast(ctx context.Context, dst, src Buffer, count int, dt Dat
 		}
 	}
 	return c.finish(ctx, name, err)
+}
+
+// broadcastHierarchical is Direct in two levels: each group's forwarder
+// (the root in the root's group, the group's first rank in the others)
+// waits until its members entered; a forwarder other than the root then
+// tells the root and waits for its data; the root, told by every other
+// forwarder, puts its dst into theirs; each forwarder puts its dst into
+// its members'. Across hosts one message goes each way per other group,
+// not per rank. A forwarder writes a member's dst only after the member
+// entered, the root a forwarder's only after it did.
+func (c *Comm) broadcastHierarchical(ctx context.Context, dst Buffer, b, root int) error {
+	c.begin()
+	fwd := func(first int) int {
+		if root >= first && root < first+c.group {
+			return root
+		}
+		return first
+	}
+	first := c.me - c.me%c.group
+	mine, k := fwd(first), c.messages(b)
+	if c.me != mine {
+		if err := c.notify(mine); err != nil {
+			return err
+		}
+		return c.await(ctx, mine, k)
+	}
+	for r := first; r < first+c.group; r++ {
+		if r != c.me {
+			if err := c.await(ctx, r, 1); err != nil {
+				return err
+			}
+		}
+	}
+	if c.me != root {
+		if err := c.notify(root); err != nil {
+			return err
+		}
+		if err := c.await(ctx, root, k); err != nil {
+			return err
+		}
+	} else {
+		for g := 0; g < c.n; g += c.group {
+			if g != first {
+				if err := c.await(ctx, g, 1); err != nil {
+					return err
+				}
+			}
+		}
+		for g := 0; g < c.n; g += c.group {
+			if g != first {
+				if err := c.put(g, dst.Window, dst.Offset, dst.Window, dst.Offset, b); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for r := first; r < first+c.group; r++ {
+		if r != c.me {
+			if err := c.put(r, dst.Window, dst.Offset, dst.Window, dst.Offset, b); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // chainRecv is a non-root's part after telling the root: Direct waits for

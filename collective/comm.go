@@ -51,8 +51,8 @@ type Config struct {
 	// share cores.
 	Pacing barrier.Pacing
 	// HostRanks is the size of the rank groups (consecutive world ranks)
-	// a small AllReduce or AllGather gathers in first, for the
-	// Hierarchical algorithm; default the gin.Comm's LSA team size (the
+	// a small AllReduce, AllGather or Broadcast goes through one rank of,
+	// the Hierarchical algorithm; default the gin.Comm's LSA team size (the
 	// ranks of one host, as NCCL's LSA team); negative: never. It applies
 	// when it splits the Comm into at least two groups of at least two
 	// ranks.

@@ -17,11 +17,11 @@ import (
 	"github.com/rdmactor/rdmactor/transport/rdma/hybrid"
 )
 
-// A small all-reduce or all-gather over ranks on two hosts, several on
-// each, goes by collective.Hierarchical without being asked (the groups
-// are the LSA teams): shm to each host's leader, ofi between the leaders,
-// shm back. Every rank gets the exact sums and blocks, call after call,
-// in place or not.
+// A small all-reduce, all-gather or broadcast over ranks on two hosts,
+// several on each, goes by collective.Hierarchical without being asked
+// (the groups are the LSA teams): shm to each host's leader, ofi between
+// the leaders, shm back. Every rank gets the exact sums, blocks and
+// broadcast data, call after call, in place or not, from every root.
 func TestHierarchicalCollectives(t *testing.T) {
 	useTCP(t)
 	for _, hosts := range [][]string{{"A", "A", "B", "B"}, {"A", "A", "A", "B", "B", "B"}} {
@@ -42,7 +42,7 @@ func TestHierarchicalCollectives(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				for _, k := range []collective.Collective{collective.AllReduceOp, collective.AllGatherOp} {
+				for _, k := range []collective.Collective{collective.AllReduceOp, collective.AllGatherOp, collective.BroadcastOp} {
 					if alg := c.Algorithm(k, count, collective.Int64); alg != collective.Hierarchical {
 						return fmt.Errorf("%v: algorithm %v, want hierarchical", k, alg)
 					}
@@ -87,6 +87,22 @@ func TestHierarchicalCollectives(t *testing.T) {
 							if got, want := v[gather+q*count+i], int64(1000*q+i+k); got != want {
 								return fmt.Errorf("all-gather %d: block %d element %d is %d, want %d", k, q, i, got, want)
 							}
+						}
+					}
+					// Broadcast from each rank in turn (forwarders and
+					// members) into the first block.
+					root := k % n
+					if r == root {
+						for i := range count {
+							v[i] = int64(7*root + i + k)
+						}
+					}
+					if err := c.Broadcast(ctx, collective.At(w, 0), collective.At(w, 0), count, collective.Int64, root); err != nil {
+						return fmt.Errorf("broadcast %d: %w", k, err)
+					}
+					for i := range count {
+						if got, want := v[i], int64(7*root+i+k); got != want {
+							return fmt.Errorf("broadcast %d from %d: element %d is %d, want %d", k, root, i, got, want)
 						}
 					}
 				}
