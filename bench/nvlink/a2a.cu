@@ -39,23 +39,17 @@ __device__ __forceinline__ uint4 load(const uint4* p) {
 
 struct Ptrs { uint4* p[8]; };
 
-// a2a: the grid splits the (n-1) peer chunks of nv vectors each; a pull
-// reads peer q's chunk for this GPU (src[q] + me*nv) into dst + q*nv, a
-// push writes this GPU's chunk for q (src_local + q*nv) into dst[q] + me*nv.
 __device__ __forceinline__ u64 gtime() {
   u64 t;
   asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
   return t;
 }
 
-template <int U, int L, bool Pull>
-__global__ void __launch_bounds__(1024) a2a(Ptrs peerSrc, Ptrs peerDst, const uint4* __restrict__ mySrc, uint4* __restrict__ myDst,
-                                            int me, int n, u64 nv, const volatile int* gate, int round, u64* times) {
-  // Every GPU's grid starts when the host opens the gate, so the chunks
-  // move at once; times[0] the first block's start, times[1] the last
-  // block's end, its stores performed.
-  // Block 0 alone polls the host's gate (host memory reads queue on
-  // PCIe) and opens the grid's gate in device memory, times[2].
+// start holds every GPU's grid until the host opens the gate, so the
+// chunks move at once, and records the first block's start in times[0].
+// Block 0 alone polls the host's gate (host memory reads queue on PCIe)
+// and opens the grid's own in device memory, times[2].
+__device__ __forceinline__ void start(const volatile int* gate, int round, u64* times) {
   if (threadIdx.x == 0) {
     volatile u64* open = times + 2;
     if (blockIdx.x == 0) {
@@ -69,6 +63,22 @@ __global__ void __launch_bounds__(1024) a2a(Ptrs peerSrc, Ptrs peerDst, const ui
     atomicMin(&times[0], gtime());
   }
   __syncthreads();
+}
+
+// finish records the block's end, its stores performed, in times[1].
+__device__ __forceinline__ void finish(u64* times) {
+  __threadfence_system();
+  __syncthreads();
+  if (threadIdx.x == 0) atomicMax(&times[1], gtime());
+}
+
+// a2a: the grid splits the (n-1) peer chunks of nv vectors each; a pull
+// reads peer q's chunk for this GPU (src[q] + me*nv) into dst + q*nv, a
+// push writes this GPU's chunk for q (src_local + q*nv) into dst[q] + me*nv.
+template <int U, int L, bool Pull>
+__global__ void __launch_bounds__(1024) a2a(Ptrs peerSrc, Ptrs peerDst, const uint4* __restrict__ mySrc, uint4* __restrict__ myDst,
+                                            int me, int n, u64 nv, const volatile int* gate, int round, u64* times) {
+  start(gate, round, times);
   const u64 total = (u64)(n - 1) * nv, per = (total + gridDim.x - 1) / gridDim.x;
   const u64 b0 = per * blockIdx.x, b1 = min(total, b0 + per), bs = blockDim.x;
   for (u64 base = b0 + threadIdx.x; base < b1; base += U * bs) {
@@ -96,9 +106,7 @@ __global__ void __launch_bounds__(1024) a2a(Ptrs peerSrc, Ptrs peerDst, const ui
     for (int k = 0; k < U; k++)
       if (s[k]) *d[k] = v[k];
   }
-  __threadfence_system();
-  __syncthreads();
-  if (threadIdx.x == 0) atomicMax(&times[1], gtime());
+  finish(times);
 }
 
 // a2aTMA pulls with the Tensor Memory Accelerator: block b takes a slice
@@ -110,19 +118,7 @@ __global__ void __launch_bounds__(128) a2aTMA(Ptrs peerSrc, Ptrs peerDst, const 
                                               int me, int n, u64 nv, const volatile int* gate, int round, u64* times) {
   extern __shared__ __align__(128) unsigned char sm[];
   __shared__ __align__(8) u64 bar[NS];
-  if (threadIdx.x == 0) {
-    volatile u64* open = times + 2;
-    if (blockIdx.x == 0) {
-      while (*gate != round) {
-      }
-      *open = round;
-    } else {
-      while (*open != (u64)round) {
-      }
-    }
-    atomicMin(&times[0], gtime());
-  }
-  __syncthreads();
+  start(gate, round, times);
   const int per = gridDim.x / (n - 1);
   if (threadIdx.x == 0 && (int)blockIdx.x < per * (n - 1)) {
     const int q = (me + 1 + (int)blockIdx.x % (n - 1)) % n, sl = (int)blockIdx.x / (n - 1);
@@ -170,9 +166,7 @@ __global__ void __launch_bounds__(128) a2aTMA(Ptrs peerSrc, Ptrs peerDst, const 
     }
     asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
   }
-  __threadfence_system();
-  __syncthreads();
-  if (threadIdx.x == 0) atomicMax(&times[1], gtime());
+  finish(times);
 }
 
 int main(int argc, char** argv) {
