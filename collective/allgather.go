@@ -48,56 +48,6 @@ func (c *Comm) AllGather(ctx context.Context, dst, src Buffer, count int, dt Dat
 	return c.finish(ctx, name, err)
 }
 
-// allGatherHierarchical: each rank puts its block into its own slot of
-// the epoch's scratch half at its group's leader (the group's first
-// rank). A leader, once its group's blocks are there, puts them (its
-// group's slots, one run) into the same slots at every other leader, then,
-// once every other leader's came, copies all the slots into its dst and
-// puts its dst into each member's dst, one message each. A leader writes a
-// member's dst only after the member's block came (in place, the member
-// read it before); a member's end waits for its leader's, which holds
-// every rank's start, as the scratch halves need (Comm.begin).
-func (c *Comm) allGatherHierarchical(ctx context.Context, dst, src Buffer, b int) error {
-	h := c.begin()
-	at := func(r int) int { return h + r*b }
-	lead := c.me - c.me%c.group
-	all := c.n * b
-	if c.me != lead {
-		if err := c.put(lead, c.scratch, at(c.me), src.Window, src.Offset, b); err != nil {
-			return err
-		}
-		return c.await(ctx, lead, c.messages(all))
-	}
-	copy(c.scratchBytes(at(c.me), b), src.bytes(b))
-	for r := lead + 1; r < lead+c.group; r++ {
-		if err := c.await(ctx, r, c.messages(b)); err != nil {
-			return err
-		}
-	}
-	run := c.group * b
-	for l := 0; l < c.n; l += c.group {
-		if l != c.me {
-			if err := c.put(l, c.scratch, at(c.me), c.scratch, at(c.me), run); err != nil {
-				return err
-			}
-		}
-	}
-	for l := 0; l < c.n; l += c.group {
-		if l != c.me {
-			if err := c.await(ctx, l, c.messages(run)); err != nil {
-				return err
-			}
-		}
-	}
-	copy(dst.bytes(all), c.scratchBytes(at(0), all))
-	for r := lead + 1; r < lead+c.group; r++ {
-		if err := c.put(r, dst.Window, dst.Offset, dst.Window, dst.Offset, all); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // scatterSlots puts b bytes from part(p) into slot c.me (b bytes each) of
 // every peer p's scratch half h, one message each.
 func (c *Comm) scatterSlots(h, b int, part func(p int) Buffer) error {

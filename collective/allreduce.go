@@ -66,65 +66,6 @@ func (c *Comm) allReduceOneShot(ctx context.Context, dst, src Buffer, count int,
 	return c.reduceSlots(ctx, dst.bytes(b), at, b, dt, op)
 }
 
-// allReduceHierarchical: each rank copies its data into its own slot of
-// the epoch's scratch half and puts it into the same slot at its group's
-// leader (the group's first rank). A leader reduces its group's slots in
-// rank order into its own slot, puts that into the same slot at every
-// other leader, reduces the leaders' slots in group order into dst and
-// puts dst into each member's dst. Every rank thus gets the leaders'
-// result, bit-identical. A leader writes a member's dst only after the
-// member's data came (in place, the member read it before); a member's
-// end waits for its leader's result, which holds every rank's start, as
-// the scratch halves need (Comm.begin).
-func (c *Comm) allReduceHierarchical(ctx context.Context, dst, src Buffer, count int, dt DataType, op Op) error {
-	b := count * dt.Size()
-	h := c.begin()
-	at := func(r int) int { return h + r*b }
-	k := c.messages(b)
-	lead := c.me - c.me%c.group
-	copy(c.scratchBytes(at(c.me), b), src.bytes(b))
-	if c.me != lead {
-		if err := c.put(lead, c.scratch, at(c.me), c.scratch, at(c.me), b); err != nil {
-			return err
-		}
-		return c.await(ctx, lead, k)
-	}
-	mine := c.scratchBytes(at(c.me), b)
-	for r := lead + 1; r < lead+c.group; r++ {
-		if err := c.await(ctx, r, k); err != nil {
-			return err
-		}
-		reduce(dt, op, mine, mine, c.scratchBytes(at(r), b))
-	}
-	for l := 0; l < c.n; l += c.group {
-		if l != c.me {
-			if err := c.put(l, c.scratch, at(c.me), c.scratch, at(c.me), b); err != nil {
-				return err
-			}
-		}
-	}
-	out := dst.bytes(b)
-	for l := 0; l < c.n; l += c.group {
-		if l != c.me {
-			if err := c.await(ctx, l, k); err != nil {
-				return err
-			}
-		}
-		switch {
-		case l == c.group:
-			reduce(dt, op, out, c.scratchBytes(at(0), b), c.scratchBytes(at(l), b))
-		case l > c.group:
-			reduce(dt, op, out, out, c.scratchBytes(at(l), b))
-		}
-	}
-	for r := lead + 1; r < lead+c.group; r++ {
-		if err := c.put(r, dst.Window, dst.Offset, dst.Window, dst.Offset, b); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // reduceSlots waits for each peer's slot of b bytes at at(r) and reduces
 // the slots in rank order into out (n >= 2).
 func (c *Comm) reduceSlots(ctx context.Context, out []byte, at func(r int) int, b int, dt DataType, op Op) error {
