@@ -32,10 +32,10 @@ func (c *Comm) otherGroups(first int, fn func(g int) error) error {
 	return nil
 }
 
-// allReduceHierarchical: each rank copies its data into its own slot of
-// the epoch's scratch half and puts it into the same slot at its group's
-// leader (the group's first rank). A leader reduces its group's slots in
-// rank order into its own slot, puts that into the same slot at every
+// allReduceHierarchical: each rank puts its data into its own slot of the
+// epoch's scratch half at its group's leader (the group's first rank). A
+// leader copies its own data into its slot, reduces its group's slots in
+// rank order into it, puts that into the same slot at every
 // other leader, reduces the leaders' slots in group order into dst and
 // puts dst into each member's dst. Every rank thus gets the leaders'
 // result, bit-identical. A leader writes a member's dst only after the
@@ -48,14 +48,14 @@ func (c *Comm) allReduceHierarchical(ctx context.Context, dst, src Buffer, count
 	at := func(r int) int { return h + r*b }
 	k := c.messages(b)
 	lead := c.me - c.me%c.group
-	copy(c.scratchBytes(at(c.me), b), src.bytes(b))
 	if c.me != lead {
-		if err := c.put(lead, c.scratch, at(c.me), c.scratch, at(c.me), b); err != nil {
+		if err := c.put(lead, c.scratch, at(c.me), src.Window, src.Offset, b); err != nil {
 			return err
 		}
 		return c.await(ctx, lead, k)
 	}
 	mine := c.scratchBytes(at(c.me), b)
+	copy(mine, src.bytes(b))
 	err := c.groupPeers(lead, func(r int) error {
 		if err := c.await(ctx, r, k); err != nil {
 			return err
