@@ -22,9 +22,10 @@ func TestMain(m *testing.M) {
 // roleBarriers: every round, each rank puts the round's number into its
 // slot of every rank's window (its own included), passes a flat barrier
 // with FencePut and checks that every slot holds that number; then a
-// dissemination barrier keeps the next round's puts from overtaking a
-// slow rank's check (so a dissemination barrier that let a rank out early
-// shows as a wrong slot too). Waits yield the core (4 processes may share
+// dissemination barrier (odd rounds) or a hierarchical one in groups of 2
+// (even rounds) keeps the next round's puts from overtaking a slow rank's
+// check (so either barrier letting a rank out early shows as a wrong slot
+// too). Waits yield the core (4 processes may share
 // 2 cores).
 func roleBarriers() error {
 	const rounds = 500
@@ -33,7 +34,8 @@ func roleBarriers() error {
 	n := 0
 	fmt.Sscan(envOr(gin.EnvSize, "1"), &n)
 	flatSigs := barrier.Requirement(n, 1)
-	c, err := gin.Init(ctx, gin.Config{Signals: flatSigs + barrier.DisseminationRequirement(n, 1)})
+	hierSig := gin.Signal(flatSigs + barrier.DisseminationRequirement(n, 1))
+	c, err := gin.Init(ctx, gin.Config{Signals: int(hierSig) + barrier.HierarchicalRequirement(n, 2, 1)})
 	if err != nil {
 		return err
 	}
@@ -52,6 +54,10 @@ func roleBarriers() error {
 	if err != nil {
 		return err
 	}
+	hier, err := barrier.NewHierarchicalSession(x, c.World(), 2, hierSig, 0, pace)
+	if err != nil {
+		return err
+	}
 	me := c.Rank()
 	for i := 1; i <= rounds; i++ {
 		for p := range n {
@@ -67,14 +73,18 @@ func roleBarriers() error {
 				return fmt.Errorf("round %d: slot of rank %d holds %d", i, q, v)
 			}
 		}
-		if err := diss.Sync(ctx, barrier.FenceNone); err != nil {
-			return fmt.Errorf("round %d: dissemination: %w", i, err)
+		var second barrier.Syncer = diss
+		if i%2 == 0 {
+			second = hier
+		}
+		if err := second.Sync(ctx, barrier.FenceNone); err != nil {
+			return fmt.Errorf("round %d: second barrier: %w", i, err)
 		}
 	}
-	if flat.Epoch() != rounds || diss.Epoch() != rounds {
-		return fmt.Errorf("epochs %d and %d after %d rounds", flat.Epoch(), diss.Epoch(), rounds)
+	if flat.Epoch() != rounds || diss.Epoch()+hier.Epoch() != rounds {
+		return fmt.Errorf("epochs %d, %d and %d after %d rounds", flat.Epoch(), diss.Epoch(), hier.Epoch(), rounds)
 	}
-	fmt.Printf("rank %d: %d rounds of flat and dissemination barriers, fence checked\n", me, rounds)
+	fmt.Printf("rank %d: %d rounds of flat, dissemination and hierarchical barriers, fence checked\n", me, rounds)
 	return c.Barrier(ctx)
 }
 

@@ -30,6 +30,10 @@ var kinds = []kind{
 	{"dissemination", barrier.DisseminationRequirement, func(x *gin.Context, t gin.Team, s gin.Signal, i uint32, o ...barrier.Option) (barrier.Syncer, error) {
 		return barrier.NewDisseminationSession(x, t, s, i, o...)
 	}},
+	// Groups of 2: on 3 ranks a group of one, on 8 four leaders.
+	{"hierarchical", func(n, count int) int { return barrier.HierarchicalRequirement(n, 2, count) }, func(x *gin.Context, t gin.Team, s gin.Signal, i uint32, o ...barrier.Option) (barrier.Syncer, error) {
+		return barrier.NewHierarchicalSession(x, t, 2, s, i, o...)
+	}},
 }
 
 // signals is a Config.Signals for count barriers of kind k on n ranks
@@ -148,11 +152,18 @@ func TestEpochWraparound(t *testing.T) {
 						return fmt.Errorf("epoch %d, want %d", s.Epoch(), uint64(start+iters))
 					}
 					// A slot this rank waits on (the next rank's for flat,
-					// round 0's for dissemination) went past 2^32: its low
-					// 32 bits are small again.
+					// round 0's for dissemination; for hierarchical the
+					// release slot, or a leader's arrival slot of its
+					// member, or its first round's) went past 2^32: its
+					// low 32 bits are small again.
 					slot := gin.Signal(0)
-					if k.name == "flat" {
+					switch {
+					case k.name == "flat":
 						slot = gin.Signal((r + 1) % n)
+					case k.name == "hierarchical" && r%2 == 0 && r+1 < n:
+						slot = 1
+					case k.name == "hierarchical" && r%2 == 0:
+						slot = 2
 					}
 					v, err := x.ReadSignal(slot, 64)
 					if err != nil {
@@ -357,13 +368,21 @@ func TestSessionErrors(t *testing.T) {
 	for n, want := range map[int]int{1: 0, 2: 1, 3: 2, 4: 2, 5: 3, 8: 3, 9: 4, 64: 6} {
 		assert.Equal(t, want, barrier.DisseminationRequirement(n, 1), "n=%d", n)
 	}
+	// A release slot, an arrival slot per member after the leader, the
+	// leaders' rounds; groups clamped to 1..n.
+	for _, c := range []struct{ n, g, count, want int }{
+		{1, 2, 1, 1}, {2, 2, 1, 2}, {3, 2, 1, 3}, {4, 2, 1, 3}, {8, 2, 1, 4},
+		{4, 4, 2, 8}, {4, 0, 1, 3}, {4, 9, 1, 4}, {0, 2, 1, 0}, {4, 2, 0, 0},
+	} {
+		assert.Equal(t, c.want, barrier.HierarchicalRequirement(c.n, c.g, c.count), "n=%d g=%d count=%d", c.n, c.g, c.count)
+	}
 }
 
-// WithEpoch needs fresh slots; FencePut is refused by a dissemination
-// barrier without breaking it.
+// WithEpoch needs fresh slots; FencePut is refused by the dissemination
+// and hierarchical barriers without breaking them.
 func TestEpochAndFenceErrors(t *testing.T) {
 	const n = 2
-	j := newJob(t, n, gin.Config{Signals: barrier.Requirement(n, 1) + barrier.DisseminationRequirement(n, 1)})
+	j := newJob(t, n, gin.Config{Signals: barrier.Requirement(n, 1) + barrier.DisseminationRequirement(n, 1) + barrier.HierarchicalRequirement(n, 1, 1)})
 	j.ranks(func(r int) error {
 		x, team := j.x(r), j.comms[r].World()
 		s, err := barrier.NewSession(x, team, 0, 0)
@@ -383,7 +402,24 @@ func TestEpochAndFenceErrors(t *testing.T) {
 		if err := d.Sync(j.ctx, barrier.FencePut); !errors.Is(err, barrier.ErrFence) {
 			return fmt.Errorf("dissemination FencePut: %v, want ErrFence", err)
 		}
-		return d.Sync(j.ctx, barrier.FenceFlush)
+		if err := d.Sync(j.ctx, barrier.FenceFlush); err != nil {
+			return err
+		}
+		h, err := barrier.NewHierarchicalSession(x, team, 1, gin.Signal(barrier.Requirement(n, 1)+barrier.DisseminationRequirement(n, 1)), 0)
+		if err != nil {
+			return err
+		}
+		if err := h.Sync(j.ctx, barrier.FencePut); !errors.Is(err, barrier.ErrFence) {
+			return fmt.Errorf("hierarchical FencePut: %v, want ErrFence", err)
+		}
+		if err := h.Sync(j.ctx, barrier.FenceNone); err != nil {
+			return err
+		}
+		_, err = barrier.NewHierarchicalSession(x, team, 1, gin.Signal(barrier.Requirement(n, 1)+barrier.DisseminationRequirement(n, 1)), 0, barrier.WithEpoch(3))
+		if !errors.Is(err, gin.ErrBadArgument) {
+			return fmt.Errorf("hierarchical WithEpoch on used slots: %v, want ErrBadArgument", err)
+		}
+		return nil
 	})
 }
 

@@ -133,7 +133,8 @@ if [ "${1:-}" = collectives ]; then
   echo
   echo "== 4 ranks, 2 + 2 across two network namespaces: median over $rounds round(s); ratio = Open MPI time / rdmactor time (> 1: rdmactor is faster)"
   rows="barrier_4ranks_latency barrier_latency
-barrier_dissemination_4ranks_latency barrier_latency"
+barrier_dissemination_4ranks_latency barrier_latency
+barrier_hierarchical_4ranks_latency barrier_latency"
   for ((n = smin; n <= smax; n *= sfac)); do rows+=$'\n'"allreduce_${n}B_sum_latency allreduce_${n}B_sum_latency"; done
   printf '%s\n' "$rows" | awk -v out="$dir" -v rounds="$rounds" "$MEDIAN_AWK"'
     BEGIN { printf "%-52s %12s %12s %8s\n", "figure", "rdmactor", "Open MPI", "ratio" }
@@ -151,7 +152,8 @@ job putsignal putsignal -bytes 65536
 n=$(cat "$dir"/putsignal.* | grep -c 'got 65536 bytes from rank .* via auto, verified' || true)
 if [ "$n" != 4 ]; then echo "two hosts: putsignal verified $n of 4 ranks"; cat "$dir"/putsignal.*; exit 1; fi
 # examples/barrier checks the flat barrier across the hosts (strong
-# signals imply the puts) and the dissemination barrier only within one.
+# signals imply the puts), and the dissemination and hierarchical
+# barriers only within one; it runs all three across them.
 job barrier barrier -checks 500 -reps 1 -rep-seconds 0.02 -bind none
 job collectives collectives -b 8 -e 64K -reps 1 -rep-seconds 0.02 -bind none
 job actors actors -repeat 5

@@ -1,8 +1,8 @@
 // Command barrier runs many one-sided barriers (package barrier) over N
 // ranks, checks that none lets a rank out early, and prints the latency of
-// the flat barrier (NCCL's ncclGinBarrierSession) and of the dissemination
-// barrier, measured as the Open MPI anchor measures MPI_Barrier
-// (bench/perf).
+// the flat barrier (NCCL's ncclGinBarrierSession), the dissemination
+// barrier and the hierarchical barrier (grouped by host: the LSA teams),
+// measured as the Open MPI anchor measures MPI_Barrier (bench/perf).
 //
 // Run it as processes through the launcher:
 //
@@ -13,8 +13,9 @@
 //
 // Rank 0 prints one line per figure, "name: value unit", named like the
 // anchor's (barrier_2ranks_latency, barrier_4ranks_oversubscribed_latency
-// when ranks outnumber cores), with the dissemination barrier's figures
-// named barrier_dissemination_*.
+// when ranks outnumber cores), with the dissemination and hierarchical
+// barriers' figures named barrier_dissemination_* and
+// barrier_hierarchical_*.
 package main
 
 import (
@@ -52,7 +53,7 @@ func main() {
 	var o options
 	flag.IntVar(&o.local, "local", 0, "run this many ranks as goroutines of this process instead of reading RDMACTOR_* from the launcher")
 	flag.IntVar(&o.checks, "checks", 2000, "barriers checked for early leavers before timing")
-	flag.StringVar(&o.algo, "algo", "both", "barrier to time: flat, dissemination or both")
+	flag.StringVar(&o.algo, "algo", "all", "barrier to time: flat, dissemination, hierarchical or all")
 	flag.StringVar(&o.idle, "idle", "auto", "how waits idle: "+perf.IdleModes)
 	flag.IntVar(&o.spins, "spins", 0, "polls before a wait gives the core away (0: the -idle mode's)")
 	flag.Float64Var(&o.method.RepSeconds, "rep-seconds", perf.Anchor.RepSeconds, "seconds per timed repetition")
@@ -74,20 +75,22 @@ func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
 
-	// Signals: the flat barrier's slots, the dissemination barrier's, then
-	// the collective Comm's (the timer max-reduces times with it).
-	var flatSig, dissSig, collSig gin.Signal
+	// Signals: the flat barrier's slots, the dissemination barrier's, the
+	// hierarchical barrier's (room for groups of any size), then the
+	// collective Comm's (the timer max-reduces times with it).
+	var sig signals
 	config := func(n int) gin.Config {
 		gi, _, err := perf.Idle(o.idle, n, false, o.local > 0, o.spins)
 		if err != nil {
 			log.Fatal(err)
 		}
-		dissSig = gin.Signal(barrier.Requirement(n, 1))
-		collSig = dissSig + gin.Signal(barrier.DisseminationRequirement(n, 1))
-		return gin.Config{Signals: int(collSig) + collective.Requirement(n), Idle: gi}
+		sig.diss = gin.Signal(barrier.Requirement(n, 1))
+		sig.hier = sig.diss + gin.Signal(barrier.DisseminationRequirement(n, 1))
+		sig.coll = sig.hier + gin.Signal(n+barrier.DisseminationRequirement(n, 1)) // HierarchicalRequirement(n, g, 1) for any g
+		return gin.Config{Signals: int(sig.coll) + collective.Requirement(n), Idle: gi}
 	}
 	err = gin.RunRanks(ctx, o.local, config, func(ctx context.Context, c *gin.Comm) error {
-		return run(ctx, c, o, flatSig, dissSig, collSig)
+		return run(ctx, c, o, sig)
 	})
 	stop()
 	if err != nil {
@@ -96,7 +99,11 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, c *gin.Comm, o options, flatSig, dissSig, collSig gin.Signal) error {
+// signals are the first signals of each barrier's slots and of the
+// collective Comm's (the flat barrier's start at 0).
+type signals struct{ diss, hier, coll gin.Signal }
+
+func run(ctx context.Context, c *gin.Comm, o options, sig signals) error {
 	n, me := c.Size(), c.Rank()
 	_, pacing, err := perf.Idle(o.idle, n, c.Oversubscribed(), o.local > 0, o.spins)
 	if err != nil {
@@ -106,15 +113,19 @@ func run(ctx context.Context, c *gin.Comm, o options, flatSig, dissSig, collSig 
 	if err != nil {
 		return err
 	}
-	flat, err := barrier.NewWorldSession(x, flatSig, 0, barrier.WithPacing(pacing))
+	flat, err := barrier.NewWorldSession(x, 0, 0, barrier.WithPacing(pacing))
 	if err != nil {
 		return err
 	}
-	diss, err := barrier.NewDisseminationSession(x, c.World(), dissSig, 0, barrier.WithPacing(pacing))
+	diss, err := barrier.NewDisseminationSession(x, c.World(), sig.diss, 0, barrier.WithPacing(pacing))
 	if err != nil {
 		return err
 	}
-	coll, err := collective.New(ctx, c, collective.Config{Signal0: collSig, Scratch: 64 << 10, Pacing: pacing})
+	hier, err := barrier.NewHierarchicalSession(x, c.World(), c.LSA().NRanks, sig.hier, 0, barrier.WithPacing(pacing))
+	if err != nil {
+		return err
+	}
+	coll, err := collective.New(ctx, c, collective.Config{Signal0: sig.coll, Scratch: 64 << 10, Pacing: pacing})
 	if err != nil {
 		return err
 	}
@@ -125,13 +136,13 @@ func run(ctx context.Context, c *gin.Comm, o options, flatSig, dissSig, collSig 
 	sessions := []struct {
 		name string
 		s    barrier.Syncer
-	}{{"flat", flat}, {"dissemination", diss}}
+	}{{"flat", flat}, {"dissemination", diss}, {"hierarchical", hier}}
 	var checked []string
 	for _, s := range sessions {
 		count := o.checks
 		switch {
 		case s.name == "flat" && !c.Capabilities().StrongSignals,
-			s.name == "dissemination" && c.LSA().NRanks < n:
+			s.name != "flat" && c.LSA().NRanks < n:
 			count = 0 // the puts need not have landed: see check
 		}
 		if err := check(ctx, c, s.s, count); err != nil {
@@ -147,7 +158,7 @@ func run(ctx context.Context, c *gin.Comm, o options, flatSig, dissSig, collSig 
 		over = "_oversubscribed"
 	}
 	for _, s := range sessions {
-		if o.algo != "both" && o.algo != s.name {
+		if o.algo != "all" && o.algo != s.name {
 			continue
 		}
 		sec, err := timer.Measure(ctx, o.method, func(iters int) error {
@@ -179,7 +190,8 @@ func run(ctx context.Context, c *gin.Comm, o options, flatSig, dissSig, collSig 
 // arrival signals imply the puts where signals are strong; the
 // dissemination barrier orders arrivals, not a third rank's puts, so its
 // check holds only where every rank shares this host (shm's puts land
-// before the call returns). The caller checks only what holds.
+// before the call returns), and so does the hierarchical barrier's. The
+// caller checks only what holds.
 func check(ctx context.Context, c *gin.Comm, s barrier.Syncer, count int) error {
 	n, me := c.Size(), c.Rank()
 	win, err := c.RegisterWindow(ctx, 8*n, 0)
