@@ -78,10 +78,11 @@ func (c *Comm) choose(k Collective, bytes int) Algorithm {
 	}
 	small := bytes <= c.cfg.OneShotMax
 	fits := bytes <= c.cfg.Scratch/c.n
+	hier := c.group > 0 && bytes <= c.cfg.HierarchicalMax
 	switch k {
 	case AllReduceOp, ReduceScatterOp:
 		switch {
-		case small && fits && k == AllReduceOp && c.group > 0:
+		case hier && fits && k == AllReduceOp:
 			return Hierarchical
 		case small && fits:
 			return OneShot
@@ -91,7 +92,7 @@ func (c *Comm) choose(k Collective, bytes int) Algorithm {
 		return Ring
 	case BroadcastOp:
 		switch {
-		case small && c.group > 0:
+		case small && hier:
 			return Hierarchical
 		case small || c.n == 2:
 			return Direct
@@ -101,7 +102,7 @@ func (c *Comm) choose(k Collective, bytes int) Algorithm {
 		return Direct
 	default: // AllGather, AllToAll
 		switch {
-		case small && fits && k == AllGatherOp && c.group > 0:
+		case hier && fits && k == AllGatherOp:
 			return Hierarchical
 		case small && fits:
 			return OneShot

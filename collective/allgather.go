@@ -11,10 +11,11 @@ import (
 // (in place: then src's offset differs per rank, which is fine, as only
 // dst must be symmetric); any other overlap is ErrBadArgument.
 //
-// Algorithm: OneShot (through scratch) up to Config.OneShotMax bytes per
-// rank (Hierarchical where the ranks span hosts, several on each: see
-// Config.HostRanks), Direct (every rank puts its block into every peer's
-// dst once the peer said it entered) above. Errors as AllReduce.
+// Algorithm: Hierarchical up to Config.HierarchicalMax bytes per rank
+// where the ranks span hosts, several on each (Config.HostRanks);
+// otherwise OneShot (through scratch) up to Config.OneShotMax bytes per
+// rank, Direct (every rank puts its block into every peer's dst once the
+// peer said it entered) above. Errors as AllReduce.
 func (c *Comm) AllGather(ctx context.Context, dst, src Buffer, count int, dt DataType) error {
 	const name = "all-gather"
 	if err := checkBuffers(name, dst, c.n*count, src, count, dt); err != nil {

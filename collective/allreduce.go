@@ -13,10 +13,10 @@ import (
 // it. Float results are rounded differently from a sequential sum, as in
 // NCCL.
 //
-// Algorithm (Comm.Algorithm): OneShot up to Config.OneShotMax bytes
-// (Hierarchical where the ranks span hosts, several on each: see
-// Config.HostRanks); above, TwoShot on up to Config.RingRanks ranks, Ring
-// on more. In place, a peer overwrites a part of dst only once it holds
+// Algorithm (Comm.Algorithm): Hierarchical up to Config.HierarchicalMax
+// bytes where the ranks span hosts, several on each (Config.HostRanks);
+// otherwise OneShot up to Config.OneShotMax bytes, and above, TwoShot on
+// up to Config.RingRanks ranks, Ring on more. In place, a peer overwrites a part of dst only once it holds
 // this rank's contribution to it, which this rank has then read. Collective; see Comm
 // for the caller's duties. count 0 returns at once.
 //

@@ -24,6 +24,8 @@ var configs = []struct {
 	{"sliced", collective.Config{OneShotMax: -1, Scratch: 4096, Piece: 256}},
 	{"ring", collective.Config{OneShotMax: -1, RingRanks: -1, Scratch: 8192, Piece: 512}},
 	{"groups", collective.Config{HostRanks: 2}},
+	// Hierarchical above OneShotMax, OneShot below it elsewhere.
+	{"groups-large", collective.Config{HostRanks: 2, OneShotMax: 256}},
 }
 
 // rankCounts are the rank counts of the goroutine tests.
@@ -127,20 +129,21 @@ func TestAllReduce(t *testing.T) {
 // or with groups of one. The other collectives keep theirs.
 func TestAllReduceAlgorithmGroups(t *testing.T) {
 	for _, tc := range []struct {
-		n, hostRanks int
-		want         collective.Algorithm
+		n, hostRanks, hierMax int
+		want                  collective.Algorithm
 	}{
-		{4, 0, collective.OneShot},
-		{4, 2, collective.Hierarchical},
-		{8, 4, collective.Hierarchical},
-		{8, 2, collective.Hierarchical},
-		{6, 4, collective.OneShot},
-		{4, 4, collective.OneShot},
-		{4, 1, collective.OneShot},
-		{4, -1, collective.OneShot},
+		{4, 0, 0, collective.OneShot},
+		{4, 2, 0, collective.Hierarchical},
+		{8, 4, 0, collective.Hierarchical},
+		{8, 2, 0, collective.Hierarchical},
+		{6, 4, 0, collective.OneShot},
+		{4, 4, 0, collective.OneShot},
+		{4, 1, 0, collective.OneShot},
+		{4, -1, 0, collective.OneShot},
+		{4, 2, -1, collective.OneShot},
 	} {
-		t.Run(fmt.Sprintf("n=%d/hostranks=%d", tc.n, tc.hostRanks), func(t *testing.T) {
-			j := newJob(t, tc.n, collective.Config{HostRanks: tc.hostRanks})
+		t.Run(fmt.Sprintf("n=%d/hostranks=%d/hiermax=%d", tc.n, tc.hostRanks, tc.hierMax), func(t *testing.T) {
+			j := newJob(t, tc.n, collective.Config{HostRanks: tc.hostRanks, HierarchicalMax: tc.hierMax})
 			for r, c := range j.colls {
 				require.Equal(t, tc.want, c.Algorithm(collective.AllReduceOp, 16, collective.Float32), "rank %d", r)
 				require.Equal(t, tc.want, c.Algorithm(collective.AllGatherOp, 16, collective.Float32), "rank %d, all-gather", r)
@@ -151,6 +154,13 @@ func TestAllReduceAlgorithmGroups(t *testing.T) {
 				}
 				require.Equal(t, bcast, c.Algorithm(collective.BroadcastOp, 16, collective.Float32), "rank %d, broadcast", r)
 				require.Equal(t, collective.TwoShot, c.Algorithm(collective.AllReduceOp, 1<<20, collective.Float32), "rank %d, 4 MiB", r)
+				// 512 KiB: over OneShotMax, within HierarchicalMax.
+				large, largeGather := collective.TwoShot, collective.Direct
+				if tc.want == collective.Hierarchical {
+					large, largeGather = collective.Hierarchical, collective.Hierarchical
+				}
+				require.Equal(t, large, c.Algorithm(collective.AllReduceOp, 128<<10, collective.Float32), "rank %d, 512 KiB", r)
+				require.Equal(t, largeGather, c.Algorithm(collective.AllGatherOp, 128<<10, collective.Float32), "rank %d, all-gather 512 KiB", r)
 				require.Equal(t, collective.OneShot, c.Algorithm(collective.ReduceScatterOp, 16, collective.Float32), "rank %d, reduce-scatter", r)
 			}
 		})

@@ -11,10 +11,11 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultScratch    = 4 << 20   // bytes per scratch half
-	DefaultPiece      = 256 << 10 // bytes per pipelined put
-	DefaultOneShotMax = 64 << 10  // bytes per rank (per pair for AllToAll)
-	DefaultRingRanks  = 16        // ranks above which large reductions use a ring
+	DefaultScratch         = 4 << 20   // bytes per scratch half
+	DefaultPiece           = 256 << 10 // bytes per pipelined put
+	DefaultOneShotMax      = 64 << 10  // bytes per rank (per pair for AllToAll)
+	DefaultRingRanks       = 16        // ranks above which large reductions use a ring
+	DefaultHierarchicalMax = 1 << 20   // bytes per rank: the largest hierarchical AllReduce or AllGather
 )
 
 // Config sets up a Comm. The zero value (with Signal0) is usable.
@@ -57,6 +58,14 @@ type Config struct {
 	// when it splits the Comm into at least two groups of at least two
 	// ranks.
 	HostRanks int
+	// HierarchicalMax is the largest AllReduce or AllGather message (bytes
+	// per rank) that goes Hierarchical where HostRanks applies, as long as
+	// the Comm's messages fit a scratch half (Scratch/size bytes each);
+	// default DefaultHierarchicalMax; negative: never. Above OneShotMax it
+	// still beats TwoShot and Ring across hosts, since only the leaders'
+	// messages cross them. Broadcast goes Hierarchical up to the smaller
+	// of this and OneShotMax.
+	HierarchicalMax int
 }
 
 // Requirement is the number of signals a Comm over nRanks ranks needs
@@ -114,6 +123,9 @@ func New(ctx context.Context, g *gin.Comm, cfg Config) (*Comm, error) {
 	}
 	if cfg.RingRanks == 0 {
 		cfg.RingRanks = DefaultRingRanks
+	}
+	if cfg.HierarchicalMax == 0 {
+		cfg.HierarchicalMax = DefaultHierarchicalMax
 	}
 	if cfg.Scratch < 0 || cfg.Piece < 0 {
 		return nil, fmt.Errorf("collective: negative scratch or piece size: %w", ErrBadArgument)

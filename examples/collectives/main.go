@@ -127,6 +127,7 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.coll.Piece, "piece", 0, "bytes per pipelined put (0: collective.DefaultPiece)")
 	flag.IntVar(&o.coll.OneShotMax, "oneshot-max", 0, "largest one-shot message in bytes (0: collective.DefaultOneShotMax; -1: never)")
 	flag.IntVar(&o.coll.HostRanks, "host-ranks", 0, "ranks per group of the hierarchical all-reduce (0: the ranks of one host; -1: never)")
+	flag.IntVar(&o.coll.HierarchicalMax, "hierarchical-max", 0, "largest hierarchical all-reduce or all-gather message in bytes (0: collective.DefaultHierarchicalMax; -1: never)")
 	flag.Float64Var(&o.method.RepSeconds, "rep-seconds", 0.1, "seconds per timed repetition (the anchor uses 0.4)")
 	flag.IntVar(&o.method.Reps, "reps", 5, "timed repetitions (the median is reported)")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "deadline for the whole run")
