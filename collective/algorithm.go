@@ -46,7 +46,8 @@ const (
 	// ring in 2 steps instead of 2(n-1), n-1 messages at once per rank.
 	TwoShot
 	// Hierarchical: a OneShot in three steps for ranks in groups (one
-	// group per host, Config.HostRanks), for AllReduce and AllGather:
+	// group per host, Config.HostRanks), for AllReduce, AllGather and
+	// ReduceScatter (whose leaders exchange only each group's blocks):
 	// each rank puts its data into its group leader's scratch, the
 	// leaders exchange their groups' reductions (AllGather: their groups'
 	// blocks), and each leader puts the result into its members'
@@ -82,7 +83,8 @@ func (c *Comm) choose(k Collective, bytes int) Algorithm {
 	switch k {
 	case AllReduceOp, ReduceScatterOp:
 		switch {
-		case hier && fits && k == AllReduceOp:
+		case hier && fits && k == AllReduceOp,
+			hier && k == ReduceScatterOp && (c.group+1)*c.n*bytes <= c.cfg.Scratch:
 			return Hierarchical
 		case small && fits:
 			return OneShot

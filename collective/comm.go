@@ -15,7 +15,7 @@ const (
 	DefaultPiece           = 256 << 10 // bytes per pipelined put
 	DefaultOneShotMax      = 64 << 10  // bytes per rank (per pair for AllToAll)
 	DefaultRingRanks       = 16        // ranks above which large reductions use a ring
-	DefaultHierarchicalMax = 1 << 20   // bytes per rank: the largest hierarchical AllReduce or AllGather
+	DefaultHierarchicalMax = 1 << 20   // bytes per rank: the largest hierarchical AllReduce, AllGather or ReduceScatter
 )
 
 // Config sets up a Comm. The zero value (with Signal0) is usable.
@@ -58,9 +58,11 @@ type Config struct {
 	// when it splits the Comm into at least two groups of at least two
 	// ranks.
 	HostRanks int
-	// HierarchicalMax is the largest AllReduce or AllGather message (bytes
-	// per rank) that goes Hierarchical where HostRanks applies, as long as
-	// the Comm's messages fit a scratch half (Scratch/size bytes each);
+	// HierarchicalMax is the largest AllReduce, AllGather or ReduceScatter
+	// message (bytes per rank; per block for ReduceScatter) that goes
+	// Hierarchical where HostRanks applies, as long as the messages fit a
+	// scratch half (Scratch/size bytes each; ReduceScatter: a leader's
+	// (group+1)*size blocks);
 	// default DefaultHierarchicalMax; negative: never. Above OneShotMax it
 	// still beats TwoShot and Ring across hosts, since only the leaders'
 	// messages cross them. Broadcast goes Hierarchical up to the smaller

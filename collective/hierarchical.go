@@ -160,3 +160,66 @@ func (c *Comm) broadcastHierarchical(ctx context.Context, dst Buffer, b, root in
 	}
 	return c.groupPeers(first, send)
 }
+
+// reduceScatterHierarchical: each rank puts its whole source (size
+// blocks) into its own slot of the epoch's scratch half at its group's
+// leader (the group's first rank). A leader copies its source into its
+// slot and reduces its group's slots in rank order into it; it puts each
+// other group's blocks (one run) into that group's leader's scratch, in
+// the runs after the members' slots, at this group's place; then it
+// reduces the runs of every group in group order over its own group's
+// blocks (into its own run's place) and puts each member's block at the
+// start of the member's scratch half, which the member copies into its dst
+// (in place, dst is at another offset on every rank). A member's end waits
+// for its leader's, which holds every rank's start, as the scratch halves
+// need (Comm.begin).
+func (c *Comm) reduceScatterHierarchical(ctx context.Context, dst, src Buffer, count int, dt DataType, op Op) error {
+	b := count * dt.Size()
+	h := c.begin()
+	all, run := c.n*b, c.group*b
+	slot := func(r int) int { return h + r%c.group*all }               // rank r's source, at its leader
+	from := func(l int) int { return h + c.group*all + l/c.group*run } // leader l's run, at another leader
+	lead := c.me - c.me%c.group
+	if c.me != lead {
+		if err := c.put(lead, c.scratch, slot(c.me), src.Window, src.Offset, all); err != nil {
+			return err
+		}
+		if err := c.await(ctx, lead, c.messages(b)); err != nil {
+			return err
+		}
+		copy(dst.bytes(b), c.scratchBytes(h, b))
+		return nil
+	}
+	mine := c.scratchBytes(slot(c.me), all)
+	copy(mine, src.bytes(all))
+	err := c.groupPeers(lead, func(r int) error {
+		if err := c.await(ctx, r, c.messages(all)); err != nil {
+			return err
+		}
+		reduce(dt, op, mine, mine, c.scratchBytes(slot(r), all))
+		return nil
+	})
+	if err == nil {
+		err = c.otherGroups(lead, func(l int) error { return c.put(l, c.scratch, from(c.me), c.scratch, slot(c.me)+l*b, run) })
+	}
+	if err != nil {
+		return err
+	}
+	out := c.scratchBytes(from(c.me), run)
+	for l := 0; l < c.n; l += c.group { // every group's run, in group order
+		part := c.scratchBytes(slot(c.me)+lead*b, run)
+		if l != c.me {
+			if err := c.await(ctx, l, c.messages(run)); err != nil {
+				return err
+			}
+			part = c.scratchBytes(from(l), run)
+		}
+		if l == 0 {
+			copy(out, part)
+		} else {
+			reduce(dt, op, out, out, part)
+		}
+	}
+	copy(dst.bytes(b), out[:b])
+	return c.groupPeers(lead, func(r int) error { return c.put(r, c.scratch, h, c.scratch, from(c.me)+(r-lead)*b, b) })
+}

@@ -8,9 +8,12 @@ import "context"
 // MPI_Reduce_scatter_block). src holds Size()*count elements; dst may be
 // this rank's block of src (in place).
 //
-// Algorithm: OneShot (every rank puts block p of its src into p's scratch;
-// p reduces in rank order) up to Config.OneShotMax bytes per block; above,
-// the reduce-scatter half of AllReduce's TwoShot (up to Config.RingRanks
+// Algorithm: Hierarchical up to Config.HierarchicalMax bytes per block
+// where the ranks span hosts, several on each (Config.HostRanks), and a
+// leader's group fits a scratch half ((group+1)*size blocks); otherwise
+// OneShot (every rank puts block p of its src into p's scratch; p reduces
+// in rank order) up to Config.OneShotMax bytes per block; above, the
+// reduce-scatter half of AllReduce's TwoShot (up to Config.RingRanks
 // ranks) or Ring. Errors as AllReduce.
 func (c *Comm) ReduceScatter(ctx context.Context, dst, src Buffer, count int, dt DataType, op Op) error {
 	const name = "reduce-scatter"
@@ -36,6 +39,8 @@ func (c *Comm) ReduceScatter(ctx context.Context, dst, src Buffer, count int, dt
 		if err == nil {
 			err = c.reduceSlots(ctx, dst.bytes(b), at, b, dt, op)
 		}
+	case Hierarchical:
+		err = c.reduceScatterHierarchical(ctx, dst, src, count, dt, op)
 	default:
 		err = c.reduceSlices(ctx, alg, &reducePlan{dt: dt, op: op, src: src, dst: dst, block: count, o: -1}, count)
 	}

@@ -17,11 +17,12 @@ import (
 	"github.com/rdmactor/rdmactor/transport/rdma/hybrid"
 )
 
-// A small all-reduce, all-gather or broadcast over ranks on two hosts,
-// several on each, goes by collective.Hierarchical without being asked
-// (the groups are the LSA teams): shm to each host's leader, ofi between
-// the leaders, shm back. Every rank gets the exact sums, blocks and
-// broadcast data, call after call, in place or not, from every root.
+// A small all-reduce, all-gather, reduce-scatter or broadcast over ranks
+// on two hosts, several on each, goes by collective.Hierarchical without
+// being asked (the groups are the LSA teams): shm to each host's leader,
+// ofi between the leaders, shm back. Every rank gets the exact sums,
+// blocks and broadcast data, call after call, in place or not, from every
+// root.
 func TestHierarchicalCollectives(t *testing.T) {
 	useTCP(t)
 	for _, hosts := range [][]string{{"A", "A", "B", "B"}, {"A", "A", "A", "B", "B", "B"}} {
@@ -42,7 +43,7 @@ func TestHierarchicalCollectives(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				for _, k := range []collective.Collective{collective.AllReduceOp, collective.AllGatherOp, collective.BroadcastOp} {
+				for _, k := range []collective.Collective{collective.AllReduceOp, collective.AllGatherOp, collective.ReduceScatterOp, collective.BroadcastOp} {
 					if alg := c.Algorithm(k, count, collective.Int64); alg != collective.Hierarchical {
 						return fmt.Errorf("%v: algorithm %v, want hierarchical", k, alg)
 					}
@@ -87,6 +88,26 @@ func TestHierarchicalCollectives(t *testing.T) {
 							if got, want := v[gather+q*count+i], int64(1000*q+i+k); got != want {
 								return fmt.Errorf("all-gather %d: block %d element %d is %d, want %d", k, q, i, got, want)
 							}
+						}
+					}
+					// Reduce-scatter of [n][count] (block p of rank q holds
+					// 1000q + 10p + i + k) into the first block, or in place
+					// into this rank's block on odd calls.
+					for p := range n {
+						for i := range count {
+							v[gather+p*count+i] = int64(1000*r + 10*p + i + k)
+						}
+					}
+					rs := 0
+					if k%2 == 1 {
+						rs = gather + r*count
+					}
+					if err := c.ReduceScatter(ctx, collective.At(w, 8*rs), collective.At(w, 8*gather), count, collective.Int64, collective.Sum); err != nil {
+						return fmt.Errorf("reduce-scatter %d: %w", k, err)
+					}
+					for i := range count {
+						if got, want := v[rs+i], int64(1000*n*(n-1)/2+n*(10*r+i+k)); got != want {
+							return fmt.Errorf("reduce-scatter %d: element %d is %d, want %d", k, i, got, want)
 						}
 					}
 					// Broadcast from each rank in turn (forwarders and
