@@ -99,10 +99,7 @@ func (s *DisseminationSession) start(e uint64) error {
 // own operations only. A *TimeoutError names the one member the
 // stalled round waited for.
 func (s *DisseminationSession) Sync(ctx context.Context, fence Fence) error {
-	if fence&FencePut != 0 {
-		return fmt.Errorf("barrier %d: FencePut on a dissemination barrier: %w", s.index, ErrFence)
-	}
-	return s.broken.run(s.index, func() error { return s.sync(ctx, fence) })
+	return s.broken.runArrivalOnly(s.index, "dissemination", fence, func() error { return s.sync(ctx, fence) })
 }
 
 // SyncTimeout is Sync with a wait of at most d.
@@ -116,10 +113,7 @@ func (s *DisseminationSession) sync(ctx context.Context, fence Fence) error {
 		return err
 	}
 	s.epoch++
-	bits := 32
-	if s.wide {
-		bits = 64
-	}
+	bits := compareBits(s.wide)
 	for k := range s.rounds {
 		sig := s.base + gin.Signal(k)
 		to, from := s.partners(k)

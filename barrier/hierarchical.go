@@ -155,10 +155,7 @@ func (s *HierarchicalSession) start(e uint64) error {
 // members a leader waited for, the leader a member waited for, or the
 // leader of the stalled round between groups.
 func (s *HierarchicalSession) Sync(ctx context.Context, fence Fence) error {
-	if fence&FencePut != 0 {
-		return fmt.Errorf("barrier %d: FencePut on a hierarchical barrier: %w", s.index, ErrFence)
-	}
-	return s.broken.run(s.index, func() error { return s.sync(ctx, fence) })
+	return s.broken.runArrivalOnly(s.index, "hierarchical", fence, func() error { return s.sync(ctx, fence) })
 }
 
 // SyncTimeout is Sync with a wait of at most d.
@@ -172,10 +169,7 @@ func (s *HierarchicalSession) sync(ctx context.Context, fence Fence) error {
 		return err
 	}
 	s.epoch++
-	bits := 32
-	if s.wide {
-		bits = 64
-	}
+	bits := compareBits(s.wide)
 	if s.team.Rank != s.first {
 		if err := s.x.Signal(s.team, s.first, gin.SignalAdd(s.arrival(s.team.Rank), 1)); err != nil {
 			return fmt.Errorf("barrier %d: arrive at leader %d: %w", s.index, s.first, err)

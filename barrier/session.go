@@ -178,10 +178,7 @@ func (s *Session) sync(ctx context.Context, fence Fence) error {
 		}
 	}
 	s.epoch++
-	bits := 32
-	if s.wide {
-		bits = 64
-	}
+	bits := compareBits(s.wide)
 	for i := 1; i <= last; i++ {
 		sig := s.slot(s.peer(i))
 		want, err := s.x.ReadSignalShadow(sig)
