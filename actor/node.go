@@ -47,6 +47,8 @@ type Node struct {
 	senders    map[string]map[string]*PID // remote PIDs by address, id
 	lastType   typeCache
 	chunks     reassembly // chunked messages being received
+	warmBody   []byte     // a copy of the last small user message's frame body (warm.go)
+	warmPID    *PID       // the actor warm hands messages to
 
 	chunkIDs atomic.Uint64  // numbers this node's chunked sends
 	pending  pendingFutures // futures waiting for other ranks' answers
@@ -130,7 +132,7 @@ func Start(ctx context.Context, comm *gin.Comm, cfg Config) (*Node, error) {
 		}
 	})
 	go n.slowLoop()
-	if err := mb.Start(mailbox.Handler{Frame: n.frame, Error: n.loopError}); err != nil {
+	if err := mb.Start(mailbox.Handler{Frame: n.frame, Error: n.loopError, Warm: n.warm}); err != nil {
 		close(n.stop)
 		n.system.Shutdown()
 		return nil, fmt.Errorf("actor: start rank %d: %w", n.rank, err)

@@ -50,6 +50,9 @@ func (n *Node) recvMessage(from int, kind mailbox.Kind, body []byte) (held bool)
 		return true
 	}
 	msg, err := decodePayload(&w, n.dec, &n.rd, &n.lastType)
+	if err == nil && kind == kindUser {
+		n.keepWarm(body)
+	}
 	n.finish(&in, msg, err)
 	return false
 }

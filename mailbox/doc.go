@@ -91,7 +91,9 @@
 // which package actor calls after sending a request, so that the answer
 // finds the loop running. Neither applies on an oversubscribed host
 // (gin.Comm.Oversubscribed), where the awake loop would take the processor
-// a peer needs. docs/actors.md (Idle behaviour) has the figures.
+// a peer needs. An awake loop calls Handler.Warm every Config.WarmEvery,
+// so that the handler can keep the code of the next frame in the caches.
+// docs/actors.md (Idle behaviour) has the figures.
 //
 // # Bad input
 //

@@ -2,6 +2,7 @@ package mailbox_test
 
 import (
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,7 +26,7 @@ func TestLinger(t *testing.T) {
 			if comms[1].Oversubscribed() {
 				t.Skip("Linger is off on an oversubscribed host")
 			}
-			ticks(t, boxes, frames, gap)
+			ticks(t, boxes, frames, gap, mailbox.Handler{})
 			waits := boxes[1].Stats().Waits
 			if tc.linger < 0 {
 				assert.GreaterOrEqual(t, waits, uint64(frames), "without Linger each frame should end a wait")
@@ -50,7 +51,7 @@ func TestLingerYieldsEachPoll(t *testing.T) {
 	if comms[1].Oversubscribed() {
 		t.Skip("Linger is off on an oversubscribed host")
 	}
-	ticks(t, boxes, 2, 5*time.Millisecond) // the second frame ends a short idle: the loop lingers
+	ticks(t, boxes, 2, 5*time.Millisecond, mailbox.Handler{}) // the second frame ends a short idle: the loop lingers
 	waits := boxes[1].Stats().Waits
 	const yields = 20_000
 	start := time.Now()
@@ -66,12 +67,14 @@ func TestLingerYieldsEachPoll(t *testing.T) {
 	assert.Less(t, per, bound, "the lingering loop held the processor at each yield")
 }
 
-// ticks starts boxes[1]'s receive loop and sends it n frames from boxes[0],
-// gap apart, each after the one before arrived.
-func ticks(t *testing.T, boxes []*mailbox.Mailbox, n int, gap time.Duration) {
+// ticks starts boxes[1]'s receive loop with h (its Frame replaced) and
+// sends it n frames from boxes[0], gap apart, each after the one before
+// arrived.
+func ticks(t *testing.T, boxes []*mailbox.Mailbox, n int, gap time.Duration, h mailbox.Handler) {
 	t.Helper()
 	got := make(chan struct{}, n)
-	require.NoError(t, boxes[1].Start(mailbox.Handler{Frame: func(int, mailbox.Kind, []byte) { got <- struct{}{} }}))
+	h.Frame = func(int, mailbox.Kind, []byte) { got <- struct{}{} }
+	require.NoError(t, boxes[1].Start(h))
 	for range n {
 		time.Sleep(gap)
 		require.NoError(t, boxes[0].Send(1, 1, []byte("tick")))
@@ -80,5 +83,74 @@ func ticks(t *testing.T, boxes []*mailbox.Mailbox, n int, gap time.Duration) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("frame did not arrive")
 		}
+	}
+}
+
+// While the loop lingers it calls Handler.Warm about every WarmEvery, and
+// not once it waits again; a Warm that panics is counted and reported,
+// and the loop goes on. With WarmEvery negative it never calls Warm.
+func TestWarm(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		every time.Duration
+		panic bool
+	}{{"on", time.Millisecond, false}, {"off", -1, false}, {"panics", time.Millisecond, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			const linger = 100 * time.Millisecond
+			comms, boxes := local(t, 2, mailbox.Config{RingBytes: 64 << 10, Linger: linger, WarmEvery: tc.every})
+			if comms[1].Oversubscribed() {
+				t.Skip("Linger is off on an oversubscribed host")
+			}
+			var warms atomic.Int64
+			reported := make(chan error, 1)
+			h := mailbox.Handler{
+				Warm: func() {
+					warms.Add(1)
+					if tc.panic {
+						panic("warm")
+					}
+				},
+				Error: func(err error) {
+					select {
+					case reported <- err:
+					default:
+					}
+				},
+			}
+			ticks(t, boxes, 5, 10*time.Millisecond, h)
+			waits := boxes[1].Stats().Waits
+			deadline := time.Now().Add(10 * time.Second)
+			for boxes[1].Stats().Waits == waits && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			require.Greater(t, boxes[1].Stats().Waits, waits, "the loop should wait again after Linger of silence")
+			n := warms.Load()
+			st := boxes[1].Stats()
+			assert.Equal(t, uint64(n), st.Warms)
+			if tc.every < 0 {
+				assert.Zero(t, n, "WarmEvery negative: no Warm")
+				return
+			}
+			// 40 ms of gaps and 100 ms of lingering at 1 ms: about 140
+			// calls; a loaded host may poll less often.
+			assert.Greater(t, n, int64(10), "too few Warm calls while lingering")
+			time.Sleep(30 * time.Millisecond)
+			assert.Equal(t, n, warms.Load(), "Warm called while the loop waited")
+			if tc.panic {
+				assert.Equal(t, uint64(n), st.HandlerPanics)
+				select {
+				case err := <-reported:
+					assert.Contains(t, err.Error(), "panicked warming")
+				default:
+					t.Error("the panic was not reported")
+				}
+				require.NoError(t, boxes[0].Send(1, 1, []byte("after")))
+				deadline := time.Now().Add(10 * time.Second)
+				for boxes[1].Stats().FramesReceived < 6 && time.Now().Before(deadline) {
+					time.Sleep(time.Millisecond)
+				}
+				assert.Equal(t, uint64(6), boxes[1].Stats().FramesReceived, "the loop stopped after a Warm panicked")
+			}
+		})
 	}
 }

@@ -184,6 +184,7 @@ func (m *Mailbox) Stats() Stats {
 	s.HandlerPanics = m.rc.handlerPanics.Load()
 	s.Waits = m.rc.waits.Load()
 	s.Holds = m.rc.holds.Load()
+	s.Warms = m.rc.warms.Load()
 	return s
 }
 

@@ -27,6 +27,13 @@ type Handler struct {
 	// that ends the loop (gin.ErrPeerLost once a rank is lost: the Comm
 	// can no longer be read).
 	Error func(err error)
+	// Warm, if not nil, is called while the loop stays awake with no
+	// frames, at most once per Config.WarmEvery: it should run, without
+	// effects, the code the next frames will (decode a copy of a recent
+	// one, say), and return within a few µs, since a frame that comes
+	// meanwhile waits for it. A panic in Warm is recovered, counted
+	// (Stats.HandlerPanics) and reported to Error.
+	Warm func()
 }
 
 // batch bounds the frames taken from one sender before the loop looks at
@@ -69,6 +76,10 @@ func (m *Mailbox) run(h Handler) {
 	// Linger (see Config.Linger); idleSince: when the loop last found
 	// nothing, 0 while frames come.
 	lingering, idleSince, awake := false, int64(0), 0
+	warmEvery, warmed := int64(m.cfg.WarmEvery), int64(0)
+	if h.Warm == nil {
+		warmEvery = -1
+	}
 	yieldEvery := awakeYieldEvery
 	if runtime.GOMAXPROCS(0) == 1 {
 		yieldEvery = 1
@@ -110,6 +121,10 @@ func (m *Mailbox) run(h Handler) {
 				if awake++; awake%yieldEvery == 0 {
 					runtime.Gosched()
 				}
+			}
+			if warmEvery >= 0 && now-warmed >= warmEvery {
+				warmed = now
+				m.warm(h)
 			}
 			continue
 		}
@@ -267,6 +282,20 @@ func (m *Mailbox) deliver(s int, kind Kind, body []byte, h Handler) {
 		}
 	}()
 	h.Frame(s, kind, body)
+}
+
+// warm calls h.Warm, turning a panic into a reported error.
+func (m *Mailbox) warm(h Handler) {
+	defer func() {
+		if p := recover(); p != nil {
+			m.rc.handlerPanics.Add(1)
+			if h.Error != nil {
+				h.Error(fmt.Errorf("mailbox: handler panicked warming: %v", p))
+			}
+		}
+	}()
+	m.rc.warms.Add(1)
+	h.Warm()
 }
 
 // returnCredit adds the bytes consumed since the last return to the

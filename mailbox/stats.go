@@ -20,7 +20,8 @@ type Stats struct {
 	CreditsReturned uint64
 	// CorruptFrames counts pairs closed for a corrupt frame.
 	CorruptFrames uint64
-	// HandlerPanics counts frames whose Handler.Frame panicked.
+	// HandlerPanics counts frames whose Handler.Frame panicked, and calls
+	// of Handler.Warm that panicked.
 	HandlerPanics uint64
 	// Waits counts the receive loop's waits for frames (each spins, then
 	// blocks in the provider); the loop does not wait while it lingers
@@ -29,6 +30,8 @@ type Stats struct {
 	// Holds counts the frames Handler.Frame held back (Hold): each Hold
 	// of a frame handed over again after Resume counts once more.
 	Holds uint64
+	// Warms counts the calls of Handler.Warm (Config.WarmEvery).
+	Warms uint64
 }
 
 // sendCounters are one pair's send-side Stats, guarded by its lock (so
@@ -40,5 +43,5 @@ type sendCounters struct {
 // recvCounters are the receive-side Stats: written only by the receive
 // loop, read by Stats.
 type recvCounters struct {
-	frames, bytes, creditsReturned, corruptFrames, handlerPanics, waits, holds atomic.Uint64
+	frames, bytes, creditsReturned, corruptFrames, handlerPanics, waits, holds, warms atomic.Uint64
 }
