@@ -48,6 +48,7 @@ type Node struct {
 	lastType   typeCache
 	chunks     reassembly // chunked messages being received
 	warmBody   []byte     // a copy of the last small user message's frame body (warm.go)
+	warmFrom   int        // the rank it came from
 	warmPID    *PID       // the actor warm hands messages to
 
 	chunkIDs atomic.Uint64  // numbers this node's chunked sends

@@ -51,7 +51,7 @@ func (n *Node) recvMessage(from int, kind mailbox.Kind, body []byte) (held bool)
 	}
 	msg, err := decodePayload(&w, n.dec, &n.rd, &n.lastType)
 	if err == nil && kind == kindUser {
-		n.keepWarm(body)
+		n.keepWarm(from, body)
 	}
 	n.finish(&in, msg, err)
 	return false

@@ -70,24 +70,74 @@ func (m *Mailbox) appendInPlace(p *outPair, peer int, kind Kind, w BodyAppender)
 	if err := m.readCredit(p, peer); err != nil {
 		return nil, false, err
 	}
-	off := p.r.tail & p.r.mask
+	f, off := m.tailFrame(p, peer)
+	if f == nil {
+		return nil, false, nil
+	}
+	body, n, moved, err := appendTail(f, kind, p.r.seq, w)
+	if err != nil || moved {
+		return body, false, err
+	}
+	m.commitFrame(p, placement{at: off, total: align(n)}, len(body))
+	return nil, true, m.dispatch(p, peer, began)
+}
+
+// WarmSend runs the work of SendAppend to peer without sending: w appends
+// a body into the staging ring's free room at the tail, and the frame's
+// header and checksum are written after it, but the frame is neither
+// committed nor put, so the next send writes over it. It keeps the code
+// and the staging memory of a send in the processor's caches while the
+// receive loop waits awake (Handler.Warm). It reports false, having done
+// nothing, when another goroutine holds the pair, the pair cannot send,
+// or the tail has too little room; w's errors are ignored.
+func (m *Mailbox) WarmSend(peer int, kind Kind, w BodyAppender) bool {
+	if m.sendCheck(peer, kind) != nil {
+		return false
+	}
+	p := &m.out[peer]
+	if !p.mu.TryLock() {
+		return false
+	}
+	defer p.mu.Unlock()
+	if m.readCredit(p, peer) != nil {
+		return false
+	}
+	f, _ := m.tailFrame(p, peer)
+	if f == nil {
+		return false
+	}
+	_, _, moved, err := appendTail(f, kind, p.r.seq, w)
+	return err == nil && !moved
+}
+
+// tailFrame is the staging ring's room for a frame at p's tail (before the
+// lap ends and under the receiver's credit, read by the caller), up to
+// Config.MaxFrame, and its offset in the ring; nil when it holds less
+// than a header and minInPlace. Lock p.mu must be held.
+func (m *Mailbox) tailFrame(p *outPair, peer int) (f []byte, off uint64) {
+	off = p.r.tail & p.r.mask
 	// Multiples of 8 both, so any frame up to room fits aligned.
 	room := min(p.r.size-off, p.r.size-p.r.used())
 	if room < headerBytes+minInPlace {
-		return nil, false, nil
+		return nil, off
 	}
 	max := min(room, uint64(m.cfg.MaxFrame))
-	f := m.win.Bytes()[m.lay.StagingOffset(peer)+int(off):][:max:max]
+	return m.win.Bytes()[m.lay.StagingOffset(peer)+int(off):][:max:max], off
+}
+
+// appendTail has w append a body into f after the header's room and, if
+// the body stayed there, writes the frame's header (kind, seq, checksum)
+// before it: n is the frame's length. moved reports a body that outgrew f
+// (w appended it elsewhere), returned as body.
+func appendTail(f []byte, kind Kind, seq uint32, w BodyAppender) (body []byte, n uint64, moved bool, err error) {
 	dst := f[headerBytes:headerBytes]
-	body, err = w.AppendBody(dst)
-	if err != nil {
-		return nil, false, err
+	if body, err = w.AppendBody(dst); err != nil {
+		return nil, 0, false, err
 	}
 	if len(body) > 0 && unsafe.SliceData(body) != unsafe.SliceData(dst) || len(body) > cap(dst) {
-		return body, false, nil // outgrew the room: append moved it
+		return body, 0, true, nil
 	}
-	n := uint64(headerBytes + len(body))
-	header{len: uint32(n), kind: kind, seq: p.r.seq}.put(f[:n])
-	m.commitFrame(p, placement{at: off, total: align(n)}, len(body))
-	return nil, true, m.dispatch(p, peer, began)
+	n = uint64(headerBytes + len(body))
+	header{len: uint32(n), kind: kind, seq: seq}.put(f[:n])
+	return body, n, false, nil
 }

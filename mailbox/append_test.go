@@ -2,6 +2,8 @@ package mailbox_test
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -156,4 +158,52 @@ func TestSendAppendErrors(t *testing.T) {
 	}
 	_, err = boxes[0].SendAppend(1, 0, &appender{})
 	require.ErrorIs(t, err, mailbox.ErrBadKind)
+}
+
+// warmAppender writes n bytes of 'W', as a warm encode would.
+type warmAppender struct{ n int }
+
+func (a warmAppender) AppendBody(dst []byte) ([]byte, error) {
+	for range a.n {
+		dst = append(dst, 'W')
+	}
+	return dst, nil
+}
+
+// WarmSend writes into the staging ring's free room and sends nothing:
+// frames sent between warm sends arrive alone, intact and in order, and
+// a warm send that does not fit, or that no send could make, reports
+// false.
+func TestWarmSend(t *testing.T) {
+	_, boxes := local(t, 2, mailbox.Config{RingBytes: 64 << 10})
+	got := make(chan []byte, 1024)
+	require.NoError(t, boxes[1].Start(mailbox.Handler{
+		Frame: func(_ int, _ mailbox.Kind, body []byte) { got <- append([]byte(nil), body...) },
+		Error: func(err error) { t.Errorf("rank 1: %v", err) },
+	}))
+	const sends = 600 // several laps of the ring
+	for i := range sends {
+		require.True(t, boxes[0].WarmSend(1, 1, warmAppender{n: 200}), "warm send %d", i)
+		body := []byte(fmt.Sprintf("frame %d %s", i, strings.Repeat("x", i%150)))
+		require.NoError(t, boxes[0].Send(1, 1, body))
+		select {
+		case b := <-got:
+			require.Equal(t, string(body), string(b))
+		case <-time.After(10 * time.Second):
+			t.Fatalf("frame %d did not arrive", i)
+		}
+	}
+	assert.Equal(t, uint64(sends), boxes[0].Stats().FramesSent)
+	assert.Equal(t, uint64(sends), boxes[1].Stats().FramesReceived)
+	assert.False(t, boxes[0].WarmSend(1, 0, warmAppender{n: 8}), "the pad kind")
+	assert.False(t, boxes[0].WarmSend(2, 1, warmAppender{n: 8}), "a rank past the world")
+	assert.False(t, boxes[0].WarmSend(1, 1, warmAppender{n: 64 << 10}), "a body over MaxFrame")
+
+	// A ring its receiver does not drain: once a send finds it full, a
+	// warm send of the same size finds no room either.
+	_, full := local(t, 2, mailbox.Config{RingBytes: 16 << 10})
+	for full[0].TrySend(1, 1, make([]byte, 1000)) == nil {
+	}
+	assert.False(t, full[0].WarmSend(1, 1, warmAppender{n: 1000}), "a full ring")
+	assert.Zero(t, full[1].Stats().FramesReceived)
 }
