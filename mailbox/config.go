@@ -74,14 +74,14 @@ type Config struct {
 	// (gin.Comm.Oversubscribed), where the awake loop would take the
 	// processor a peer needs.
 	Linger time.Duration
-	// WarmEvery: while the receive loop stays awake with no frames (Linger,
-	// or an answer Expect announced), it calls Handler.Warm at most once
-	// per WarmEvery, so that the code and data the next frame needs are
-	// still in the processor's caches when it comes; a cold path costs
-	// tens of µs per message on a host whose caches other work (other
-	// guests of a VM host) evicts while the rank waits. Default
-	// DefaultWarmEvery; negative: never. It costs no CPU of its own: the
-	// awake loop spins anyway.
+	// WarmEvery: while the receive loop stays awake with no frames
+	// (Linger, or an answer Expect announced) for WarmEvery or longer, it
+	// calls Handler.Warm once per WarmEvery, so that the code and data the
+	// next frame needs are still in the processor's caches when it comes;
+	// a cold path costs tens of µs per message on a host whose caches
+	// other work (other guests of a VM host) evicts while the rank waits.
+	// Default DefaultWarmEvery; negative: never. It costs no CPU of its
+	// own: the awake loop spins anyway.
 	WarmEvery time.Duration
 }
 

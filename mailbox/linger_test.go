@@ -86,15 +86,23 @@ func ticks(t *testing.T, boxes []*mailbox.Mailbox, n int, gap time.Duration, h m
 	}
 }
 
-// While the loop lingers it calls Handler.Warm about every WarmEvery, and
-// not once it waits again; a Warm that panics is counted and reported,
-// and the loop goes on. With WarmEvery negative it never calls Warm.
+// While the loop lingers it calls Handler.Warm about every WarmEvery once
+// it has been idle that long, and not once it waits again; frames that
+// come more often than WarmEvery leave it alone; a Warm that panics is
+// counted and reported, and the loop goes on. With WarmEvery negative it
+// never calls Warm.
 func TestWarm(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		every time.Duration
-		panic bool
-	}{{"on", time.Millisecond, false}, {"off", -1, false}, {"panics", time.Millisecond, true}} {
+		name   string
+		every  time.Duration
+		panic  bool
+		frames int
+	}{
+		{"on", time.Millisecond, false, 5},
+		{"off", -1, false, 5},
+		{"panics", time.Millisecond, true, 5},
+		{"frames more often", 30 * time.Millisecond, false, 12},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const linger = 100 * time.Millisecond
 			comms, boxes := local(t, 2, mailbox.Config{RingBytes: 64 << 10, Linger: linger, WarmEvery: tc.every})
@@ -117,7 +125,7 @@ func TestWarm(t *testing.T) {
 					}
 				},
 			}
-			ticks(t, boxes, 5, 10*time.Millisecond, h)
+			ticks(t, boxes, tc.frames, 10*time.Millisecond, h)
 			waits := boxes[1].Stats().Waits
 			deadline := time.Now().Add(10 * time.Second)
 			for boxes[1].Stats().Waits == waits && time.Now().Before(deadline) {
@@ -131,7 +139,14 @@ func TestWarm(t *testing.T) {
 				assert.Zero(t, n, "WarmEvery negative: no Warm")
 				return
 			}
-			// 40 ms of gaps and 100 ms of lingering at 1 ms: about 140
+			if tc.every > 10*time.Millisecond {
+				// Frames 10 ms apart for 110 ms, then 100 ms of lingering:
+				// calls 30, 60 and 90 ms into it, none between the frames.
+				assert.LessOrEqual(t, n, int64(4), "Warm called between frames closer than WarmEvery")
+				assert.GreaterOrEqual(t, n, int64(1), "no Warm call while lingering")
+				return
+			}
+			// 40 ms of gaps and 100 ms of lingering at 1 ms: about 130
 			// calls; a loaded host may poll less often.
 			assert.Greater(t, n, int64(10), "too few Warm calls while lingering")
 			time.Sleep(30 * time.Millisecond)
@@ -146,10 +161,11 @@ func TestWarm(t *testing.T) {
 				}
 				require.NoError(t, boxes[0].Send(1, 1, []byte("after")))
 				deadline := time.Now().Add(10 * time.Second)
-				for boxes[1].Stats().FramesReceived < 6 && time.Now().Before(deadline) {
+				want := uint64(tc.frames + 1)
+				for boxes[1].Stats().FramesReceived < want && time.Now().Before(deadline) {
 					time.Sleep(time.Millisecond)
 				}
-				assert.Equal(t, uint64(6), boxes[1].Stats().FramesReceived, "the loop stopped after a Warm panicked")
+				assert.Equal(t, want, boxes[1].Stats().FramesReceived, "the loop stopped after a Warm panicked")
 			}
 		})
 	}

@@ -28,10 +28,11 @@ type Handler struct {
 	// can no longer be read).
 	Error func(err error)
 	// Warm, if not nil, is called while the loop stays awake with no
-	// frames, at most once per Config.WarmEvery: it should run, without
-	// effects, the code the next frames will (decode a copy of a recent
-	// one, say), and return within a few µs, since a frame that comes
-	// meanwhile waits for it. A panic in Warm is recovered, counted
+	// frames for Config.WarmEvery or longer, once per WarmEvery (never
+	// while frames come more often: their code is warm). It should run,
+	// without effects, the code the next frames will (decode a copy of a
+	// recent one, say), and return within a few µs, since a frame that
+	// comes meanwhile waits for it. A panic in Warm is recovered, counted
 	// (Stats.HandlerPanics) and reported to Error.
 	Warm func()
 }
@@ -122,7 +123,7 @@ func (m *Mailbox) run(h Handler) {
 					runtime.Gosched()
 				}
 			}
-			if warmEvery >= 0 && now-warmed >= warmEvery {
+			if warmEvery >= 0 && now-idleSince >= warmEvery && now-warmed >= warmEvery {
 				warmed = now
 				m.warm(h)
 			}
