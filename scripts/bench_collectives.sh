@@ -3,8 +3,10 @@
 # shared memory, on this machine, in one invocation:
 #
 #  1. builds bin/rdmarun, bin/barrier and bin/collectives and runs, for 2
-#     and 4 ranks under the launcher, examples/barrier (flat and
-#     dissemination barriers) and examples/collectives -anchor (the
+#     and 4 ranks under the launcher, examples/barrier (flat,
+#     dissemination and hierarchical barriers; on one host the last is a
+#     gather and release through one rank, so the table shows the first
+#     two) and examples/collectives -anchor (the
 #     anchor's all-reduce and all-to-all figures), with the anchor's method
 #     (0.4 s repetitions, median of 5, slowest rank). Like mpirun, the
 #     examples pin 2 ranks to a core each and spin (-bind auto, -idle
