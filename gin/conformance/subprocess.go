@@ -56,13 +56,49 @@ func tail(s string, n int) string {
 }
 
 // excerpt returns the part of a child's output that says why it died: from
-// the first fatal error or panic (40 lines), else its last 60 lines.
+// the first fatal error or panic (40 lines); for a failed test, from the
+// start of the innermost test that failed first, whose log lines (printed
+// as they come under -test.v) precede its "--- FAIL" line; else its last
+// 60 lines.
 func excerpt(s string) string {
-	for _, mark := range []string{"fatal error:", "panic:", "unexpected fault", "--- FAIL"} {
-		if i := strings.Index(s, mark); i >= 0 {
-			lines := strings.SplitN(s[i:], "\n", 41)
-			return strings.Join(lines[:min(len(lines), 40)], "\n")
+	from := -1
+	for _, mark := range []string{"fatal error:", "panic:", "unexpected fault"} {
+		if i := strings.Index(s, mark); i >= 0 && (from < 0 || i < from) {
+			from = i
 		}
 	}
-	return tail(s, 60)
+	if from < 0 {
+		from = failedRun(s)
+	}
+	if from < 0 {
+		return tail(s, 60)
+	}
+	lines := strings.SplitN(s[from:], "\n", 41)
+	return strings.Join(lines[:min(len(lines), 40)], "\n")
+}
+
+// failedRun is the offset in s of the "=== RUN" line of the innermost
+// test that failed (the deepest "--- FAIL" name, the first of those), or
+// -1: a parent's "--- FAIL" line may come before its subtests'.
+func failedRun(s string) int {
+	const mark = "--- FAIL: "
+	name, at := "", -1
+	for i := 0; ; {
+		j := strings.Index(s[i:], mark)
+		if j < 0 {
+			break
+		}
+		i += j + len(mark)
+		n, _, _ := strings.Cut(s[i:], " ")
+		if at < 0 || strings.Count(n, "/") > strings.Count(name, "/") {
+			name, at = n, i-len(mark)
+		}
+	}
+	if at < 0 {
+		return -1
+	}
+	if j := strings.LastIndex(s, "=== RUN   "+name+"\n"); j >= 0 {
+		return j
+	}
+	return at
 }
